@@ -1,0 +1,62 @@
+"""The `groupscope` command.
+
+Each area of the project owns its subcommands in a `commands` module that exposes
+`register(subparsers)`. Those modules import only argparse-level things at import time
+and load their heavy dependencies inside the command functions, so `groupscope --help`
+stays fast and one area's missing extra never breaks another's command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from services import __version__
+
+COMMAND_MODULES: tuple[str, ...] = (
+    "services.codec.commands",
+)
+
+
+class UsageError(Exception):
+    """Bad command-line input: printed as one line, exit status 2."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="groupscope",
+        description=(
+            "Observability for Apache Kafka consumer groups: decode __consumer_offsets, "
+            "keep every generation's members and assignment, and measure each "
+            "rebalance's partition churn against Kafka's sticky assignor."
+        ),
+        epilog="Run 'groupscope COMMAND --help' for a command's options and examples.",
+    )
+    parser.add_argument("--version", action="version", version=f"groupscope {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except UsageError as exc:
+        print(f"groupscope {args.command}: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
