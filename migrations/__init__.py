@@ -1,0 +1,1 @@
+"""Alembic migrations of the history store. Run them with `groupscope db upgrade`."""

@@ -1,0 +1,186 @@
+"""What one micro-batch writes to the history store: `BatchWrite` and its parts.
+
+The streaming job builds one `BatchWrite` per micro-batch and hands it to
+`HistoryStore.write_batch`, which applies all of it in ONE transaction, or nothing::
+
+    from services.store.batch import BatchWrite, Generation, Member, OffsetCommit
+    from services.store.repository import HistoryStore
+    from services.store.retry import RetryPolicy
+
+    store = HistoryStore(engine)
+    batch = BatchWrite(
+        batch_id=42,
+        source="__consumer_offsets",
+        batch_time=now,
+        offsets=[OffsetCommit("billing", "orders", 3, 1200, source_partition=35,
+                              source_offset=99_812, commit_time=t)],
+        generations=[Generation("billing", 7, source_partition=35, source_offset=99_815,
+                                source_time=t, assignor="range", leader="c-1",
+                                members=[Member("c-1", client_id="app", client_host="/10.0.0.5",
+                                                assignment={"orders": [0, 1, 2, 3]})],
+                                rebalance=Churn(...))],
+        progress=[SourceProgress(partition=35, last_offset=99_900)],
+    )
+    RetryPolicy().run(lambda: store.write_batch(batch))   # then commit the checkpoint
+
+Rules the store relies on:
+
+- **Source positions are identity.** `source_partition`/`source_offset` are where the
+  record sits in `__consumer_offsets` (or the replayed capture). A generation is unique
+  by its record's position, so replaying a batch inserts nothing twice.
+- **Offsets never move backwards.** A committed offset replaces the stored one only
+  when its `source_offset` is greater. A tombstone (`offset=None`) marks the row
+  deleted under the same rule, so an older commit replayed later cannot revive it.
+  Several commits of one partition in a batch are fine: the latest position wins.
+- **Generations.** One `Generation` per GroupMetadata record (classic) or group epoch
+  (KIP-848; use the ConsumerGroupMetadata record's position). `members` carries each
+  member's assignment as `{topic: [partitions]}`. A record for an empty group is a
+  generation with no members. The group itself is created implicitly.
+- **Rebalances.** `Generation.rebalance` is the churn from an earlier generation of
+  the same group to this one (`Churn.from_source_offset` is that generation's record
+  position on the same source partition; it may have been written by an earlier
+  batch). For a cooperative two-step episode, attach one `Churn` with
+  `cooperative_episode=True` to the generation that completed it, measured from the
+  generation before the revocation, and none to the revocation generation.
+  `None` means "no earlier generation known": the first one the job saw.
+- **Groups.** Every group named anywhere in the batch is created if missing, with
+  first/last seen times. `GroupEvent` records a group record that changes its state:
+  `deleted=True` for a group tombstone. Later positions win, as for offsets.
+- **Progress.** `progress` is the last processed offset of each source partition;
+  it never moves backwards either. The job reads it back with
+  `HistoryStore.progress(source)` to check where the store stands.
+- **Failure.** If the database is unreachable or goes away mid-batch, `write_batch`
+  raises `StoreUnavailableError` and nothing of the batch is kept: do not advance the
+  checkpoint; retry (with `RetryPolicy`) or fail the query. `BatchRejectedError`
+  means the data broke a constraint; retrying the same batch will not help.
+
+Times are timezone-aware `datetime`s. Offset history is written per batch: each
+partition whose offset the batch carried gets one `offset_history` row with the
+winning commit, stamped with `batch_id` and `batch_time`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetCommit:
+    """An offset commit record (key types 0 and 1), or its tombstone (`offset=None`)."""
+
+    group: str
+    topic: str
+    partition: int
+    offset: int | None
+    source_partition: int
+    source_offset: int
+    commit_time: datetime | None = None
+    leader_epoch: int | None = None
+    metadata: str | None = None
+    expire_time: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class GroupEvent:
+    """A group record that changes the group's state: its type, or its deletion."""
+
+    group: str
+    time: datetime
+    source_partition: int
+    source_offset: int
+    type: str | None = None
+    deleted: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Member:
+    """One member of a generation, with its assignment as `{topic: [partitions]}`."""
+
+    member_id: str
+    client_id: str | None = None
+    client_host: str | None = None
+    group_instance_id: str | None = None
+    session_timeout_ms: int | None = None
+    rebalance_timeout_ms: int | None = None
+    subscribed_topics: Sequence[str] = ()
+    rack: str | None = None
+    owned_partitions: Mapping[str, Sequence[int]] | None = None
+    reported_generation: int | None = None
+    assignment: Mapping[str, Sequence[int]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Churn:
+    """How a rebalance moved partitions, computed by the job against the assignors."""
+
+    from_generation: int
+    from_source_offset: int
+    members_joined: int
+    members_left: int
+    moved: int
+    revoked: int
+    newly_assigned: int
+    moves_from_survivors: int
+    baseline_moves: int | None = None
+    baseline_assignor: str | None = None
+    minimum_moves: int | None = None
+    cooperative_episode: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Generation:
+    """One generation (classic) or group epoch (KIP-848) of a group."""
+
+    group: str
+    generation: int
+    source_partition: int
+    source_offset: int
+    source_time: datetime
+    members: Sequence[Member] = ()
+    group_type: str = "classic"
+    protocol_type: str | None = "consumer"
+    assignor: str | None = None
+    leader: str | None = None
+    state_time: datetime | None = None
+    rebalance: Churn | None = None
+
+    @property
+    def time(self) -> datetime:
+        """When the generation began: the state timestamp if the record has one."""
+        return self.state_time or self.source_time
+
+
+@dataclass(frozen=True, slots=True)
+class DecodeFailure:
+    """A record the job could not decode, kept byte for byte."""
+
+    source_partition: int
+    source_offset: int
+    reason: str
+    key: bytes | None
+    value: bytes | None
+    source_time: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SourceProgress:
+    """The last offset of one source partition that this batch processed."""
+
+    partition: int
+    last_offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class BatchWrite:
+    """Everything one micro-batch writes; applied in one transaction."""
+
+    batch_id: int
+    source: str
+    batch_time: datetime
+    offsets: Sequence[OffsetCommit] = ()
+    group_events: Sequence[GroupEvent] = ()
+    generations: Sequence[Generation] = ()
+    decode_failures: Sequence[DecodeFailure] = ()
+    progress: Sequence[SourceProgress] = ()

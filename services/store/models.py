@@ -1,0 +1,242 @@
+"""SQLAlchemy models of the history store: the schema the migrations build.
+
+Every row keeps where it came from in `__consumer_offsets` (source partition and offset),
+because those positions are what makes writes idempotent and what orders a group's
+records: a group lives on one coordinator partition, so its records' offsets are its
+log order.
+
+Assignments are compact on purpose: one row per member and topic holding an integer
+array of partitions, so that a generation of 2,000 members and 100,000 partitions costs
+a few hundred kilobytes rather than 100,000 rows.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    CheckConstraint,
+    DateTime,
+    ForeignKey,
+    ForeignKeyConstraint,
+    Identity,
+    Index,
+    Integer,
+    Interval,
+    LargeBinary,
+    MetaData,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+GROUP_TYPES = ("classic", "consumer", "share", "streams")
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_N_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+Timestamp = DateTime(timezone=True)
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+
+class Group(Base):
+    """One consumer group, as long as `__consumer_offsets` ever mentioned it."""
+
+    __tablename__ = "groups"
+    __table_args__ = (
+        CheckConstraint(
+            "type IS NULL OR type IN (" + ", ".join(f"'{t}'" for t in GROUP_TYPES) + ")",
+            name="type",
+        ),
+    )
+
+    name: Mapped[str] = mapped_column(Text, primary_key=True)
+    # NULL until a group record says which protocol the group speaks; a group known
+    # only from offset commits (consumers using assign()) has no type.
+    type: Mapped[str | None] = mapped_column(Text)
+    coordinator_partition: Mapped[int | None] = mapped_column(Integer)
+    first_seen: Mapped[datetime] = mapped_column(Timestamp)
+    last_seen: Mapped[datetime] = mapped_column(Timestamp)
+    deleted_at: Mapped[datetime | None] = mapped_column(Timestamp)
+    # Offset of the group record that last set type/deleted_at; older records lose.
+    state_source_offset: Mapped[int | None] = mapped_column(BigInteger)
+
+
+class Generation(Base):
+    """One generation (classic) or group epoch (KIP-848) of a group."""
+
+    __tablename__ = "generations"
+    __table_args__ = (
+        UniqueConstraint("source_partition", "source_offset"),
+        Index("ix_generations_group_name_time", "group_name", "time"),
+    )
+
+    id: Mapped[int] = mapped_column(BigInteger, Identity(always=False), primary_key=True)
+    group_name: Mapped[str] = mapped_column(Text, ForeignKey("groups.name"))
+    generation: Mapped[int] = mapped_column(Integer)
+    protocol_type: Mapped[str | None] = mapped_column(Text)
+    assignor: Mapped[str | None] = mapped_column(Text)
+    leader: Mapped[str | None] = mapped_column(Text)
+    state_timestamp: Mapped[datetime | None] = mapped_column(Timestamp)
+    # When the generation began: the state timestamp when the record has one, otherwise
+    # the record's own timestamp. Every time-based query uses this column.
+    time: Mapped[datetime] = mapped_column(Timestamp)
+    member_count: Mapped[int] = mapped_column(Integer)
+    source_partition: Mapped[int] = mapped_column(Integer)
+    source_offset: Mapped[int] = mapped_column(BigInteger)
+    source_timestamp: Mapped[datetime] = mapped_column(Timestamp)
+    batch_id: Mapped[int] = mapped_column(BigInteger)
+
+
+class GenerationMember(Base):
+    """A member of one generation, as the group record describes it."""
+
+    __tablename__ = "generation_members"
+
+    generation_pk: Mapped[int] = mapped_column(
+        BigInteger, ForeignKey("generations.id", ondelete="CASCADE"), primary_key=True
+    )
+    member_id: Mapped[str] = mapped_column(Text, primary_key=True)
+    group_instance_id: Mapped[str | None] = mapped_column(Text)
+    client_id: Mapped[str | None] = mapped_column(Text)
+    client_host: Mapped[str | None] = mapped_column(Text)
+    session_timeout_ms: Mapped[int | None] = mapped_column(Integer)
+    rebalance_timeout_ms: Mapped[int | None] = mapped_column(Integer)
+    subscribed_topics: Mapped[list[str]] = mapped_column(ARRAY(Text))
+    rack: Mapped[str | None] = mapped_column(Text)
+    # {"topic": [partition, ...]} as the member reported in its subscription.
+    owned_partitions: Mapped[dict[str, list[int]] | None] = mapped_column(JSONB)
+    reported_generation: Mapped[int | None] = mapped_column(Integer)
+
+
+class Assignment(Base):
+    """The partitions of one topic that one member was assigned in one generation."""
+
+    __tablename__ = "assignments"
+    __table_args__ = (
+        ForeignKeyConstraint(
+            ["generation_pk", "member_id"],
+            ["generation_members.generation_pk", "generation_members.member_id"],
+            ondelete="CASCADE",
+        ),
+        Index("ix_assignments_topic_generation_pk", "topic", "generation_pk"),
+    )
+
+    generation_pk: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    member_id: Mapped[str] = mapped_column(Text, primary_key=True)
+    topic: Mapped[str] = mapped_column(Text, primary_key=True)
+    partitions: Mapped[list[int]] = mapped_column(ARRAY(Integer))
+
+
+class Rebalance(Base):
+    """The change from one generation of a group to a later one, with its churn.
+
+    Keyed by the generation it produced. A cooperative two-step episode is one row from
+    the generation before the revocation to the generation that assigned the revoked
+    partitions (`cooperative_episode` true); the revocation generation has no row.
+    """
+
+    __tablename__ = "rebalances"
+    __table_args__ = (Index("ix_rebalances_group_name_time", "group_name", "time"),)
+
+    to_generation_pk: Mapped[int] = mapped_column(
+        BigInteger, ForeignKey("generations.id", ondelete="CASCADE"), primary_key=True
+    )
+    # NULL when the earlier generation was never stored (the job started after it).
+    from_generation_pk: Mapped[int | None] = mapped_column(
+        BigInteger, ForeignKey("generations.id", ondelete="SET NULL"), index=True
+    )
+    group_name: Mapped[str] = mapped_column(Text, ForeignKey("groups.name"))
+    from_generation: Mapped[int] = mapped_column(Integer)
+    to_generation: Mapped[int] = mapped_column(Integer)
+    time: Mapped[datetime] = mapped_column(Timestamp)
+    # Time between the two generations; NULL when the earlier one is not stored.
+    elapsed: Mapped[timedelta | None] = mapped_column(Interval)
+    members_joined: Mapped[int] = mapped_column(Integer)
+    members_left: Mapped[int] = mapped_column(Integer)
+    partitions_moved: Mapped[int] = mapped_column(Integer)
+    partitions_revoked: Mapped[int] = mapped_column(Integer)
+    partitions_newly_assigned: Mapped[int] = mapped_column(Integer)
+    moves_from_survivors: Mapped[int] = mapped_column(Integer)
+    baseline_moves: Mapped[int | None] = mapped_column(Integer)
+    baseline_assignor: Mapped[str | None] = mapped_column(Text)
+    minimum_moves: Mapped[int | None] = mapped_column(Integer)
+    cooperative_episode: Mapped[bool] = mapped_column(Boolean)
+
+
+class CommittedOffset(Base):
+    """The latest committed offset per group, topic and partition.
+
+    A tombstone keeps its row with `deleted` set, so that a replayed older commit
+    cannot bring a deleted offset back.
+    """
+
+    __tablename__ = "committed_offsets"
+
+    group_name: Mapped[str] = mapped_column(Text, ForeignKey("groups.name"), primary_key=True)
+    topic: Mapped[str] = mapped_column(Text, primary_key=True)
+    partition: Mapped[int] = mapped_column(Integer, primary_key=True)
+    committed_offset: Mapped[int | None] = mapped_column(BigInteger)
+    leader_epoch: Mapped[int | None] = mapped_column(Integer)
+    metadata_: Mapped[str | None] = mapped_column("metadata", Text)
+    commit_timestamp: Mapped[datetime | None] = mapped_column(Timestamp)
+    expire_timestamp: Mapped[datetime | None] = mapped_column(Timestamp)
+    deleted: Mapped[bool] = mapped_column(Boolean)
+    source_partition: Mapped[int] = mapped_column(Integer)
+    source_offset: Mapped[int] = mapped_column(BigInteger)
+    batch_id: Mapped[int] = mapped_column(BigInteger)
+
+
+class OffsetHistory(Base):
+    """Each partition's committed offset at the end of every micro-batch that moved it."""
+
+    __tablename__ = "offset_history"
+    __table_args__ = (
+        Index("ix_offset_history_group_name_commit_timestamp", "group_name", "commit_timestamp"),
+    )
+
+    group_name: Mapped[str] = mapped_column(Text, ForeignKey("groups.name"), primary_key=True)
+    topic: Mapped[str] = mapped_column(Text, primary_key=True)
+    partition: Mapped[int] = mapped_column(Integer, primary_key=True)
+    batch_id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    committed_offset: Mapped[int | None] = mapped_column(BigInteger)
+    commit_timestamp: Mapped[datetime | None] = mapped_column(Timestamp)
+    batch_time: Mapped[datetime] = mapped_column(Timestamp)
+    source_offset: Mapped[int] = mapped_column(BigInteger)
+
+
+class DecodeFailure(Base):
+    """A record the job could not decode, kept byte for byte."""
+
+    __tablename__ = "decode_failures"
+
+    source_partition: Mapped[int] = mapped_column(Integer, primary_key=True)
+    source_offset: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    reason: Mapped[str] = mapped_column(Text)
+    key: Mapped[bytes | None] = mapped_column(LargeBinary)
+    value: Mapped[bytes | None] = mapped_column(LargeBinary)
+    source_timestamp: Mapped[datetime | None] = mapped_column(Timestamp)
+    batch_id: Mapped[int] = mapped_column(BigInteger)
+
+
+class PipelineProgress(Base):
+    """The last processed offset per source partition and the batch that processed it."""
+
+    __tablename__ = "pipeline_progress"
+
+    source: Mapped[str] = mapped_column(Text, primary_key=True)
+    partition: Mapped[int] = mapped_column(Integer, primary_key=True)
+    last_offset: Mapped[int] = mapped_column(BigInteger)
+    batch_id: Mapped[int] = mapped_column(BigInteger)
+    updated_at: Mapped[datetime] = mapped_column(Timestamp)

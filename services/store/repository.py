@@ -1,0 +1,346 @@
+"""`HistoryStore`: applies one micro-batch (`services.store.batch.BatchWrite`) atomically.
+
+See `services.store.batch` for the contract the streaming job writes against. Here is
+how it is kept: every list of the batch is COPYed into a temp staging table, and one
+SQL statement per target table merges it, all in one transaction. Conflicts resolve by
+natural key plus source position, which is what makes a replayed batch a no-op.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import psycopg
+from psycopg.types.json import Jsonb
+from sqlalchemy import Engine, text
+from sqlalchemy.exc import DBAPIError
+
+from services.store import staging
+from services.store.batch import BatchWrite
+from services.store.errors import BatchRejectedError, StoreUnavailableError
+
+# Every group named in the batch exists afterwards, with first/last seen widened.
+# (Generations are staged as group events too, so they count here.)
+UPSERT_GROUPS = """
+INSERT INTO groups AS g (name, coordinator_partition, first_seen, last_seen)
+SELECT group_name, min(source_partition), min(time), max(time)
+FROM (
+    SELECT group_name, source_partition, time FROM stage_group_events
+    UNION ALL
+    SELECT group_name, source_partition, coalesce(commit_timestamp, %(batch_time)s)
+    FROM stage_offsets
+) seen
+GROUP BY group_name
+ON CONFLICT (name) DO UPDATE SET
+    first_seen = least(g.first_seen, excluded.first_seen),
+    last_seen = greatest(g.last_seen, excluded.last_seen),
+    coordinator_partition = coalesce(g.coordinator_partition, excluded.coordinator_partition)
+"""
+
+# The latest group record of the batch sets type and deletion, unless a later one did.
+APPLY_GROUP_EVENTS = """
+UPDATE groups AS g SET
+    type = coalesce(e.type, g.type),
+    deleted_at = CASE WHEN e.deleted THEN e.time END,
+    coordinator_partition = e.source_partition,
+    state_source_offset = e.source_offset
+FROM (
+    SELECT DISTINCT ON (group_name) *
+    FROM stage_group_events
+    ORDER BY group_name, source_offset DESC
+) e
+WHERE g.name = e.group_name
+  AND (g.state_source_offset IS NULL OR g.state_source_offset < e.source_offset)
+"""
+
+INSERT_GENERATIONS = """
+INSERT INTO generations (group_name, generation, protocol_type, assignor, leader,
+    state_timestamp, time, member_count, source_partition, source_offset,
+    source_timestamp, batch_id)
+SELECT group_name, generation, protocol_type, assignor, leader,
+    state_timestamp, time, member_count, source_partition, source_offset,
+    source_timestamp, %(batch_id)s
+FROM stage_generations
+ON CONFLICT (source_partition, source_offset) DO NOTHING
+"""
+
+INSERT_MEMBERS = """
+INSERT INTO generation_members (generation_pk, member_id, group_instance_id, client_id,
+    client_host, session_timeout_ms, rebalance_timeout_ms, subscribed_topics, rack,
+    owned_partitions, reported_generation)
+SELECT g.id, m.member_id, m.group_instance_id, m.client_id,
+    m.client_host, m.session_timeout_ms, m.rebalance_timeout_ms, m.subscribed_topics, m.rack,
+    m.owned_partitions, m.reported_generation
+FROM stage_members m
+JOIN generations g USING (source_partition, source_offset)
+ON CONFLICT (generation_pk, member_id) DO NOTHING
+"""
+
+INSERT_ASSIGNMENTS = """
+INSERT INTO assignments (generation_pk, member_id, topic, partitions)
+SELECT g.id, a.member_id, a.topic, a.partitions
+FROM stage_assignments a
+JOIN generations g USING (source_partition, source_offset)
+ON CONFLICT (generation_pk, member_id, topic) DO NOTHING
+"""
+
+INSERT_REBALANCES = """
+INSERT INTO rebalances (to_generation_pk, from_generation_pk, group_name, from_generation,
+    to_generation, time, elapsed, members_joined, members_left, partitions_moved,
+    partitions_revoked, partitions_newly_assigned, moves_from_survivors, baseline_moves,
+    baseline_assignor, minimum_moves, cooperative_episode)
+SELECT t.id, f.id, t.group_name, r.from_generation,
+    t.generation, t.time, t.time - f.time, r.members_joined, r.members_left,
+    r.partitions_moved, r.partitions_revoked, r.partitions_newly_assigned,
+    r.moves_from_survivors, r.baseline_moves, r.baseline_assignor, r.minimum_moves,
+    r.cooperative_episode
+FROM stage_rebalances r
+JOIN generations t USING (source_partition, source_offset)
+LEFT JOIN generations f
+    ON f.source_partition = r.source_partition AND f.source_offset = r.from_source_offset
+ON CONFLICT (to_generation_pk) DO NOTHING
+"""
+
+# The batch's latest record per partition; it replaces the stored one only if later.
+UPSERT_OFFSETS = """
+INSERT INTO committed_offsets AS c (group_name, topic, partition, committed_offset,
+    leader_epoch, metadata, commit_timestamp, expire_timestamp, deleted,
+    source_partition, source_offset, batch_id)
+SELECT DISTINCT ON (group_name, topic, partition)
+    group_name, topic, partition, committed_offset,
+    leader_epoch, metadata, commit_timestamp, expire_timestamp, committed_offset IS NULL,
+    source_partition, source_offset, %(batch_id)s
+FROM stage_offsets
+ORDER BY group_name, topic, partition, source_offset DESC
+ON CONFLICT (group_name, topic, partition) DO UPDATE SET
+    committed_offset = excluded.committed_offset,
+    leader_epoch = excluded.leader_epoch,
+    metadata = excluded.metadata,
+    commit_timestamp = excluded.commit_timestamp,
+    expire_timestamp = excluded.expire_timestamp,
+    deleted = excluded.deleted,
+    source_partition = excluded.source_partition,
+    source_offset = excluded.source_offset,
+    batch_id = excluded.batch_id
+WHERE c.source_offset < excluded.source_offset
+"""
+
+INSERT_OFFSET_HISTORY = """
+INSERT INTO offset_history (group_name, topic, partition, batch_id, committed_offset,
+    commit_timestamp, batch_time, source_offset)
+SELECT DISTINCT ON (group_name, topic, partition)
+    group_name, topic, partition, %(batch_id)s, committed_offset,
+    commit_timestamp, %(batch_time)s, source_offset
+FROM stage_offsets
+ORDER BY group_name, topic, partition, source_offset DESC
+ON CONFLICT (group_name, topic, partition, batch_id) DO NOTHING
+"""
+
+INSERT_DECODE_FAILURES = """
+INSERT INTO decode_failures (source_partition, source_offset, reason, key, value,
+    source_timestamp, batch_id)
+SELECT source_partition, source_offset, reason, key, value, source_timestamp, %(batch_id)s
+FROM stage_decode_failures
+ON CONFLICT (source_partition, source_offset) DO NOTHING
+"""
+
+UPSERT_PROGRESS = """
+INSERT INTO pipeline_progress AS p (source, partition, last_offset, batch_id, updated_at)
+VALUES (%(source)s, %(partition)s, %(last_offset)s, %(batch_id)s, %(batch_time)s)
+ON CONFLICT (source, partition) DO UPDATE SET
+    last_offset = excluded.last_offset,
+    batch_id = excluded.batch_id,
+    updated_at = excluded.updated_at
+WHERE p.last_offset < excluded.last_offset
+"""
+
+MERGES = (
+    UPSERT_GROUPS,
+    APPLY_GROUP_EVENTS,
+    INSERT_GENERATIONS,
+    INSERT_MEMBERS,
+    INSERT_ASSIGNMENTS,
+    INSERT_REBALANCES,
+    UPSERT_OFFSETS,
+    INSERT_OFFSET_HISTORY,
+    INSERT_DECODE_FAILURES,
+)
+
+# psycopg errors that mean the connection, not the data, failed.
+_CONNECTION_ERRORS = (psycopg.OperationalError, psycopg.InterfaceError)
+
+
+class HistoryStore:
+    """The streaming job's handle on the store: one `write_batch` per micro-batch."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    def write_batch(self, batch: BatchWrite) -> None:
+        """Apply the whole batch in one transaction, or raise and keep none of it.
+
+        Raises `StoreUnavailableError` when the database is unreachable or the
+        connection dies mid-batch, and `BatchRejectedError` when the data breaks a
+        constraint. In both cases the transaction rolled back.
+        """
+        try:
+            with self.engine.begin() as conn:
+                raw = conn.connection.driver_connection
+                with raw.cursor() as cursor:
+                    _stage(cursor, batch)
+                    _merge(cursor, batch)
+        except _CONNECTION_ERRORS as exc:
+            raise StoreUnavailableError(_describe(exc, batch)) from exc
+        except DBAPIError as exc:
+            if exc.connection_invalidated or isinstance(exc.orig, _CONNECTION_ERRORS):
+                raise StoreUnavailableError(_describe(exc.orig or exc, batch)) from exc
+            raise BatchRejectedError(_describe(exc.orig or exc, batch)) from exc
+        except psycopg.Error as exc:
+            raise BatchRejectedError(_describe(exc, batch)) from exc
+
+    def progress(self, source: str) -> dict[int, tuple[int, int]]:
+        """`{source partition: (last processed offset, batch id)}` as stored."""
+        query = text(
+            "SELECT partition, last_offset, batch_id FROM pipeline_progress WHERE source = :s"
+        )
+        try:
+            with self.engine.connect() as conn:
+                rows = conn.execute(query, {"s": source}).all()
+        except DBAPIError as exc:
+            raise StoreUnavailableError(_describe(exc.orig or exc, None)) from exc
+        return {partition: (offset, batch_id) for partition, offset, batch_id in rows}
+
+
+def _describe(exc: BaseException, batch: BatchWrite | None) -> str:
+    first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    where = f"batch {batch.batch_id} of {batch.source}" if batch else "reading progress"
+    return f"{where} not written: {first_line}"
+
+
+def _stage(cursor: psycopg.Cursor, batch: BatchWrite) -> None:
+    tables = (
+        (staging.GROUP_EVENTS, _group_event_rows(batch)),
+        (staging.OFFSETS, _offset_rows(batch)),
+        (staging.GENERATIONS, _generation_rows(batch)),
+        (staging.MEMBERS, _member_rows(batch)),
+        (staging.ASSIGNMENTS, _assignment_rows(batch)),
+        (staging.REBALANCES, _rebalance_rows(batch)),
+        (staging.DECODE_FAILURES, _decode_failure_rows(batch)),
+    )
+    for table, rows in tables:
+        table.create(cursor)
+        table.copy(cursor, rows)
+
+
+def _merge(cursor: psycopg.Cursor, batch: BatchWrite) -> None:
+    params = {"batch_id": batch.batch_id, "batch_time": batch.batch_time}
+    for statement in MERGES:
+        cursor.execute(statement, params)
+    cursor.executemany(
+        UPSERT_PROGRESS,
+        [
+            {
+                **params,
+                "source": batch.source,
+                "partition": p.partition,
+                "last_offset": p.last_offset,
+            }
+            for p in batch.progress
+        ],
+    )
+
+
+def _group_event_rows(batch: BatchWrite) -> Iterator[tuple]:
+    for e in batch.group_events:
+        yield (e.group, e.time, e.source_partition, e.source_offset, e.type, e.deleted)
+    # A generation record also says which protocol the group speaks and that it lives.
+    for g in batch.generations:
+        yield (g.group, g.time, g.source_partition, g.source_offset, g.group_type, False)
+
+
+def _offset_rows(batch: BatchWrite) -> Iterator[tuple]:
+    for o in batch.offsets:
+        yield (
+            o.group,
+            o.topic,
+            o.partition,
+            o.offset,
+            o.leader_epoch,
+            o.metadata,
+            o.commit_time,
+            o.expire_time,
+            o.source_partition,
+            o.source_offset,
+        )
+
+
+def _generation_rows(batch: BatchWrite) -> Iterator[tuple]:
+    for g in batch.generations:
+        yield (
+            g.group,
+            g.generation,
+            g.protocol_type,
+            g.assignor,
+            g.leader,
+            g.state_time,
+            g.time,
+            len(g.members),
+            g.source_partition,
+            g.source_offset,
+            g.source_time,
+        )
+
+
+def _member_rows(batch: BatchWrite) -> Iterator[tuple]:
+    for g in batch.generations:
+        for m in g.members:
+            owned = m.owned_partitions
+            yield (
+                g.source_partition,
+                g.source_offset,
+                m.member_id,
+                m.group_instance_id,
+                m.client_id,
+                m.client_host,
+                m.session_timeout_ms,
+                m.rebalance_timeout_ms,
+                list(m.subscribed_topics),
+                m.rack,
+                None if owned is None else Jsonb({t: list(p) for t, p in owned.items()}),
+                m.reported_generation,
+            )
+
+
+def _assignment_rows(batch: BatchWrite) -> Iterator[tuple]:
+    for g in batch.generations:
+        for m in g.members:
+            for topic, partitions in m.assignment.items():
+                yield (g.source_partition, g.source_offset, m.member_id, topic, list(partitions))
+
+
+def _rebalance_rows(batch: BatchWrite) -> Iterator[tuple]:
+    for g in batch.generations:
+        r = g.rebalance
+        if r is None:
+            continue
+        yield (
+            g.source_partition,
+            g.source_offset,
+            r.from_source_offset,
+            r.from_generation,
+            r.members_joined,
+            r.members_left,
+            r.moved,
+            r.revoked,
+            r.newly_assigned,
+            r.moves_from_survivors,
+            r.baseline_moves,
+            r.baseline_assignor,
+            r.minimum_moves,
+            r.cooperative_episode,
+        )
+
+
+def _decode_failure_rows(batch: BatchWrite) -> Iterator[tuple]:
+    for f in batch.decode_failures:
+        yield (f.source_partition, f.source_offset, f.reason, f.key, f.value, f.source_time)
