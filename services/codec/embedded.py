@@ -104,18 +104,29 @@ def encode_assignment(value: dict[str, Any] | bytes) -> bytes:
     return _encode(CONSUMER_PROTOCOL_ASSIGNMENT, value)
 
 
+_MEMO_SIZE = 8192
+_memo: dict[tuple[int, bytes], dict[str, Any]] = {}
+
+
 def decode_member_protocols(members: list[dict[str, Any]]) -> None:
     """Replace each member's subscription/assignment bytes with decoded objects, in place.
 
-    Bytes that do not decode stay as `{"raw": bytes, "error": "..."}`.
+    Bytes that do not decode stay as `{"raw": bytes, "error": "..."}`. A member's bytes
+    mostly repeat from one generation of its group to the next, so decoded objects are
+    memoized by their exact bytes (bounded). They are shared: treat them as read-only.
     """
+    memo = _memo
     for member in members:
-        for name, decode in (
-            ("subscription", decode_subscription),
-            ("assignment", decode_assignment),
-        ):
+        for kind, decode in ((0, decode_subscription), (1, decode_assignment)):
+            name = "assignment" if kind else "subscription"
             data = member[name]
-            try:
-                member[name] = decode(data)
-            except DecodeError as exc:
-                member[name] = {"raw": data, "error": str(exc)}
+            found = memo.get((kind, data))
+            if found is None:
+                try:
+                    found = decode(data)
+                except DecodeError as exc:
+                    found = {"raw": data, "error": str(exc)}
+                if len(memo) >= _MEMO_SIZE:
+                    memo.clear()
+                memo[(kind, data)] = found
+            member[name] = found

@@ -231,7 +231,9 @@ def decode_record(key: bytes, value: bytes | None) -> Record:
         key_fields, end = _FAST_KEYS[type_id](key, 2)
         if end == len(key):
             value_fields, end = _FAST_VALUES[type_id, version](value, 2)
-            if end == len(value) and type_id != 2:  # type: ignore[arg-type]
+            if end == len(value):  # type: ignore[arg-type]
+                if type_id == 2 and value_fields["protocol_type"] == "consumer":
+                    decode_member_protocols(value_fields["members"])
                 return {
                     "record_type": _NAMES[type_id],
                     "key_version": type_id,
