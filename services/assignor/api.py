@@ -1,0 +1,59 @@
+"""``assign``: one entry point for the six assignors."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from services.assignor.model import (
+    AssignmentError,
+    Member,
+    check_partition_counts,
+    check_partition_racks,
+    to_members,
+)
+from services.assignor.range import assign_range
+from services.assignor.roundrobin import assign_roundrobin
+from services.assignor.server_range import assign_server_range
+from services.assignor.sticky import assign_sticky
+from services.assignor.uniform import assign_uniform
+
+ASSIGNORS: tuple[str, ...] = (
+    "range",
+    "roundrobin",
+    "sticky",
+    "cooperative-sticky",
+    "uniform",
+    "server-range",
+)
+
+
+def assign(
+    assignor: str,
+    partitions_per_topic: Mapping[str, int],
+    members: Sequence[Mapping | Member],
+    partition_racks: Mapping[str, Sequence[Sequence[str] | None]] | None = None,
+) -> dict[str, list[tuple[str, int]]]:
+    """Run Kafka's ``assignor`` and return each member's partitions as (topic, partition).
+
+    ``members`` are mappings with ``id``, ``topics``, ``owned`` ((topic, partition) pairs),
+    ``generation`` (None or -1 for none), ``rack`` and ``group_instance_id``. The order of
+    ``members`` stands for the order of Kafka's JoinGroup member list, which only matters
+    where Kafka's result depends on HashMap iteration order.
+
+    Raises ``AssignmentError`` for malformed input and ``PartitionAssignorError`` where
+    Kafka's server-side assignors raise ``PartitionAssignorException``.
+    """
+    if assignor not in ASSIGNORS:
+        raise AssignmentError(f"unknown assignor {assignor!r}; choose from {', '.join(ASSIGNORS)}")
+    counts = check_partition_counts(partitions_per_topic)
+    group = to_members(members)
+    racks = check_partition_racks(partition_racks, counts)
+    if assignor == "range":
+        return assign_range(counts, group, racks)
+    if assignor == "roundrobin":
+        return assign_roundrobin(counts, group)
+    if assignor in ("sticky", "cooperative-sticky"):
+        return assign_sticky(counts, group, racks, cooperative=assignor == "cooperative-sticky")
+    if assignor == "uniform":
+        return assign_uniform(counts, group)
+    return assign_server_range(counts, group)

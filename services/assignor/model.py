@@ -1,0 +1,130 @@
+"""Input checking and normalisation shared by every assignor.
+
+The public shapes are plain mappings (see ``services.assignor.assign``); the assignors work
+on ``Member`` records whose owned partitions are already validated.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+TopicPartition = tuple[str, int]
+Assignment = dict[str, list[TopicPartition]]
+
+
+class AssignmentError(ValueError):
+    """The input cannot be assigned: a malformed group, or a case where Kafka raises."""
+
+
+class PartitionAssignorError(AssignmentError):
+    """Mirrors Kafka's ``PartitionAssignorException`` (server-side assignors)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Member:
+    """One group member. ``generation`` is None when unknown (Kafka's -1)."""
+
+    id: str
+    topics: tuple[str, ...]
+    owned: tuple[TopicPartition, ...] = ()
+    generation: int | None = None
+    rack: str | None = None
+    group_instance_id: str | None = None
+
+
+def _topic_partition(value: object, member_id: str) -> TopicPartition:
+    if isinstance(value, Mapping):
+        value = (value.get("topic"), value.get("partition"))
+    if not isinstance(value, Sequence) or isinstance(value, str) or len(value) != 2:
+        raise AssignmentError(f"member {member_id!r}: owned entries are [topic, partition] pairs")
+    topic, partition = value
+    if not isinstance(topic, str) or isinstance(partition, bool) or not isinstance(partition, int):
+        raise AssignmentError(f"member {member_id!r}: owned entries are [topic, partition] pairs")
+    if partition < 0:
+        raise AssignmentError(f"member {member_id!r}: negative partition {topic}-{partition}")
+    return topic, partition
+
+
+def _optional_str(raw: Mapping, key: str, member_id: str) -> str | None:
+    value = raw.get(key)
+    if value is not None and not isinstance(value, str):
+        raise AssignmentError(f"member {member_id!r}: {key} must be a string or null")
+    return value
+
+
+def to_member(raw: Mapping | Member) -> Member:
+    """Validate one member mapping (``id``, ``topics``, ``owned``, ``generation``, ...)."""
+    if isinstance(raw, Member):
+        return raw
+    if not isinstance(raw, Mapping):
+        raise AssignmentError("each member must be an object")
+    member_id = raw.get("id")
+    if not isinstance(member_id, str) or not member_id:
+        raise AssignmentError("each member needs a non-empty string id")
+    topics = raw.get("topics", ())
+    if isinstance(topics, str) or not all(isinstance(t, str) for t in topics):
+        raise AssignmentError(f"member {member_id!r}: topics must be a list of strings")
+    owned = tuple(_topic_partition(tp, member_id) for tp in raw.get("owned") or ())
+    if len(set(owned)) != len(owned):
+        raise AssignmentError(f"member {member_id!r} owns a partition twice")
+    generation = raw.get("generation")
+    if generation is not None and (isinstance(generation, bool) or not isinstance(generation, int)):
+        raise AssignmentError(f"member {member_id!r}: generation must be an integer or null")
+    if generation is not None and generation < 0:
+        generation = None
+    return Member(
+        id=member_id,
+        topics=tuple(dict.fromkeys(topics)),
+        owned=owned,
+        generation=generation,
+        rack=_optional_str(raw, "rack", member_id),
+        group_instance_id=_optional_str(raw, "group_instance_id", member_id),
+    )
+
+
+def to_members(raw_members: Iterable[Mapping | Member]) -> list[Member]:
+    members = [to_member(m) for m in raw_members]
+    seen: set[str] = set()
+    for member in members:
+        if member.id in seen:
+            raise AssignmentError(f"member id {member.id!r} appears twice")
+        seen.add(member.id)
+    return members
+
+
+def check_partition_counts(partitions_per_topic: Mapping[str, int]) -> dict[str, int]:
+    if not isinstance(partitions_per_topic, Mapping):
+        raise AssignmentError("partitions_per_topic must map topic to partition count")
+    counts: dict[str, int] = {}
+    for topic, count in partitions_per_topic.items():
+        if not isinstance(topic, str):
+            raise AssignmentError("topic names must be strings")
+        if isinstance(count, bool) or not isinstance(count, int):
+            raise AssignmentError(f"topic {topic!r}: partition count must be an integer")
+        if count < 0:
+            raise AssignmentError(f"topic {topic!r}: negative partition count {count}")
+        counts[topic] = count
+    return counts
+
+
+def check_partition_racks(
+    partition_racks: Mapping[str, Sequence[Sequence[str] | None]] | None,
+    counts: Mapping[str, int],
+) -> dict[str, list[frozenset[str]]]:
+    """Replica racks per partition; partitions of topics not listed have no known racks."""
+    if not partition_racks:
+        return {}
+    racks: dict[str, list[frozenset[str]]] = {}
+    for topic, per_partition in partition_racks.items():
+        if topic not in counts:
+            continue
+        if len(per_partition) != counts[topic]:
+            raise AssignmentError(
+                f"partition_racks[{topic!r}] has {len(per_partition)} entries "
+                f"for {counts[topic]} partitions"
+            )
+        racks[topic] = [
+            frozenset(r for r in (entry or ()) if r is not None) for entry in per_partition
+        ]
+    return racks

@@ -1,0 +1,166 @@
+"""The client-side ``range`` assignor: ``org.apache.kafka.clients.consumer.RangeAssignor``.
+
+Per topic, partitions in numeric order go to the topic's subscribers sorted by
+``MemberInfo`` order (group instance id first, then member id); the first ``n % m``
+subscribers get one extra. With consumer and replica racks (KIP-881) partitions are first
+matched to consumers on the same rack, keeping the same per-topic counts, and topics with
+the same subscribers and partition count stay co-partitioned.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
+
+from services.assignor.common import (
+    consumer_rack,
+    member_info_key,
+    replica_racks,
+    subscribed_partition_counts,
+    use_rack_aware_assignment,
+)
+from services.assignor.javaorder import hashmap_order
+from services.assignor.model import Assignment, Member
+
+
+class _TopicState:
+    """``RangeAssignor.TopicAssignmentState``."""
+
+    def __init__(
+        self,
+        topic: str,
+        num_partitions: int,
+        consumers: list[Member],
+        racks: Mapping[str, Sequence[frozenset[str]]],
+    ) -> None:
+        self.topic = topic
+        self.consumers = [c.id for c in consumers]
+        self.consumer_racks = {c.id: consumer_rack(c) for c in consumers}
+        self.unassigned: dict[int, None] = dict.fromkeys(range(num_partitions))
+        self.num_assigned = dict.fromkeys(self.consumers, 0)
+        n = len(self.consumers)
+        self.per_consumer = num_partitions // n if n else 0
+        self.remaining_extra = num_partitions % n if n else 0
+        all_consumer_racks = {r for r in self.consumer_racks.values() if r}
+        if all_consumer_racks:
+            self.partition_racks = [replica_racks(racks, topic, p) for p in range(num_partitions)]
+        else:
+            self.partition_racks = []
+        all_partition_racks = set().union(*self.partition_racks) if self.partition_racks else set()
+        self.needs_rack_aware = use_rack_aware_assignment(
+            all_consumer_racks, all_partition_racks, self.partition_racks
+        )
+        self.group_key = tuple(self.consumer_racks.items())
+
+    def racks_match(self, consumer: str, partition: int) -> bool:
+        rack = self.consumer_racks[consumer]
+        if rack is None:
+            return True
+        return partition < len(self.partition_racks) and rack in self.partition_racks[partition]
+
+    def max_assignable(self, consumer: str) -> int:
+        extra = 1 if self.remaining_extra > 0 else 0
+        return max(0, self.per_consumer + extra - self.num_assigned[consumer])
+
+    def on_assigned(self, consumer: str, partitions: list[int]) -> None:
+        self.num_assigned[consumer] += len(partitions)
+        if self.num_assigned[consumer] > self.per_consumer:
+            self.remaining_extra -= 1
+        for p in partitions:
+            del self.unassigned[p]
+
+
+def _assign(
+    state: _TopicState, consumer: str, partitions: list[int], assignment: dict[str, list]
+) -> None:
+    assignment[consumer].extend((state.topic, p) for p in partitions)
+    state.on_assigned(consumer, partitions)
+
+
+def _assign_ranges(
+    state: _TopicState, may_assign: Callable[[str, int], bool], assignment: dict[str, list]
+) -> None:
+    for consumer in state.consumers:
+        if not state.unassigned:
+            break
+        limit = state.max_assignable(consumer)
+        chosen: list[int] = []
+        for p in state.unassigned:
+            if len(chosen) >= limit:
+                break
+            if may_assign(consumer, p):
+                chosen.append(p)
+        if chosen:
+            _assign(state, consumer, chosen, assignment)
+
+
+def _assign_co_partitioned(
+    consumers: list[str], num_partitions: int, states: list[_TopicState], assignment: dict
+) -> None:
+    remaining = list(consumers)
+    for p in range(num_partitions):
+        match = next(
+            (
+                c
+                for c in remaining
+                if all(s.racks_match(c, p) and s.max_assignable(c) > 0 for s in states)
+            ),
+            None,
+        )
+        if match is None:
+            continue
+        for s in states:
+            _assign(s, match, [p], assignment)
+        if all(s.max_assignable(match) <= 0 for s in states):
+            remaining.remove(match)
+            if not remaining:
+                break
+
+
+def _assign_with_rack_matching(states: list[_TopicState], assignment: dict) -> None:
+    by_consumers: dict[tuple, list[_TopicState]] = defaultdict(list)
+    for s in states:
+        by_consumers[s.group_key].append(s)
+    for group in by_consumers.values():
+        by_count: dict[int, list[_TopicState]] = defaultdict(list)
+        for s in group:
+            by_count[len(s.partition_racks)].append(s)
+        for num_partitions, co_partitioned in by_count.items():
+            if len(co_partitioned) > 1:
+                _assign_co_partitioned(
+                    co_partitioned[0].consumers, num_partitions, co_partitioned, assignment
+                )
+            elif co_partitioned[0].needs_rack_aware:
+                _assign_ranges(co_partitioned[0], co_partitioned[0].racks_match, assignment)
+
+
+def assign_range(
+    counts: Mapping[str, int],
+    members: list[Member],
+    racks: Mapping[str, Sequence[frozenset[str]]],
+) -> Assignment:
+    """``RangeAssignor.assignPartitions``; member lists come out in Kafka's order."""
+    per_topic = subscribed_partition_counts(counts, members)
+    subscribers: dict[str, list[Member]] = defaultdict(list)
+    for m in members:
+        for t in m.topics:
+            subscribers[t].append(m)
+    names = list(per_topic)
+    states = []
+    for i in hashmap_order(names):
+        topic = names[i]
+        states.append(
+            _TopicState(
+                topic, per_topic[topic], sorted(subscribers[topic], key=member_info_key), racks
+            )
+        )
+    assignment: dict[str, list] = {m.id: [] for m in members}
+    rack_aware = any(s.needs_rack_aware for s in states)
+    if rack_aware:
+        _assign_with_rack_matching(states, assignment)
+    for s in states:
+        _assign_ranges(s, lambda c, p: True, assignment)
+    if rack_aware:
+        for partitions in assignment.values():
+            partitions.sort()
+    return assignment

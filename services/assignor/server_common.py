@@ -1,0 +1,52 @@
+"""Input handling shared by the server-side (KIP-848) assignors."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from services.assignor.javaorder import hashmap_order, java_str_key
+from services.assignor.model import AssignmentError, Member
+
+
+def member_order(members: list[Member]) -> list[Member]:
+    """``GroupSpec.memberIds()`` order: the coordinator's HashMap of member ids."""
+    return [members[i] for i in hashmap_order([m.id for m in members])]
+
+
+def sorted_topics(topics: set[str]) -> list[str]:
+    return sorted(topics, key=java_str_key)
+
+
+def current_assignment(
+    members: list[Member], counts: Mapping[str, int]
+) -> dict[str, dict[str, list[int]]]:
+    """Each member's target assignment as topic -> ascending partitions.
+
+    Kafka keeps these as HashSets keyed by topic id; we iterate topics by name and
+    partitions ascending. Partitions that no longer exist are dropped. A KIP-848 target
+    assignment never gives one partition to two members, so such input is rejected.
+    """
+    owners: dict[tuple[str, int], str] = {}
+    result: dict[str, dict[str, list[int]]] = {}
+    for m in members:
+        per_topic: dict[str, list[int]] = {}
+        for topic, partition in m.owned:
+            if partition >= counts.get(topic, 0):
+                continue
+            previous = owners.setdefault((topic, partition), m.id)
+            if previous != m.id:
+                raise AssignmentError(
+                    f"{topic}-{partition} is owned by both {previous!r} and {m.id!r}; "
+                    "a server-side target assignment gives each partition to one member"
+                )
+            per_topic.setdefault(topic, []).append(partition)
+        result[m.id] = {t: sorted(per_topic[t]) for t in sorted_topics(set(per_topic))}
+    return result
+
+
+def to_output(members: list[Member], assigned: Mapping[str, Mapping[str, list[int]]]) -> dict:
+    out: dict[str, list[tuple[str, int]]] = {}
+    for m in members:
+        per_topic = assigned.get(m.id, {})
+        out[m.id] = [(t, p) for t in sorted_topics(set(per_topic)) for p in sorted(per_topic[t])]
+    return out

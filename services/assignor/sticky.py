@@ -1,0 +1,56 @@
+"""``sticky`` and ``cooperative-sticky``: Kafka's ``AbstractStickyAssignor`` and its two users.
+
+``StickyAssignor`` (eager) returns the builder's assignment. ``CooperativeStickyAssignor``
+then removes every partition that changes owner, so that the previous owner revokes it
+first and a follow-up rebalance hands it over.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from services.assignor.model import Assignment, Member
+from services.assignor.sticky_constrained import ConstrainedBuilder
+from services.assignor.sticky_general import GeneralBuilder
+from services.assignor.sticky_input import StickyInput
+
+
+def _build(prep: StickyInput) -> tuple[list[list[int]], dict[int, int] | None]:
+    if prep.all_equal:
+        builder = ConstrainedBuilder(prep)
+        return builder.build(), builder.transferring
+    return GeneralBuilder(prep).build(), None
+
+
+def _transferring(prep: StickyInput, assignment: list[list[int]]) -> dict[int, int]:
+    """``CooperativeStickyAssignor.computePartitionsTransferringOwnership``."""
+    added: dict[int, int] = {}
+    revoked: set[int] = set()
+    for i, assigned in enumerate(assignment):
+        owned = set(prep.raw_owned(i))
+        mine = set(assigned)
+        added.update((g, i) for g in assigned if g not in owned)
+        revoked.update(g for g in owned if g not in mine)
+    return {g: i for g, i in added.items() if g in revoked}
+
+
+def assign_sticky(
+    counts: Mapping[str, int],
+    members: list[Member],
+    racks: Mapping[str, Sequence[frozenset[str]]],
+    cooperative: bool = False,
+) -> Assignment:
+    if not members:
+        return {}
+    prep = StickyInput(counts, members, racks)
+    assignment, transferring = _build(prep)
+    if cooperative:
+        if transferring is None:
+            transferring = _transferring(prep, assignment)
+        losing: dict[int, set[int]] = {}
+        for g, i in transferring.items():
+            losing.setdefault(i, set()).add(g)
+        for i, gone in losing.items():
+            assignment[i] = [g for g in assignment[i] if g not in gone]
+    tuples = prep.partition_tuples()
+    return {m.id: [tuples[g] for g in assignment[i]] for i, m in enumerate(members)}

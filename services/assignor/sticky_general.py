@@ -1,0 +1,324 @@
+"""``AbstractStickyAssignor.GeneralAssignmentBuilder``: subscriptions differ.
+
+Keeps every still-valid owned partition, hands the rest one by one to the least loaded
+subscriber (members ordered by assignment size, then member id, like Kafka's TreeSet),
+then moves partitions from over-loaded to under-loaded subscribers until balanced,
+preferring to hand a partition back to its previous owner from an older generation.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, insort
+from itertools import compress
+
+from services.assignor.javaorder import JavaHashSetPicker, string_hash, topic_partition_hash
+from services.assignor.sticky_input import DEFAULT_GENERATION, StickyInput
+
+
+class _SortedMembers:
+    """Kafka's ``TreeSet`` ordered by (assignment size, member id), as one sorted int list.
+
+    A member's key is ``size * N + rank``; it must be removed before its size changes and
+    re-added afterwards, exactly as Kafka does with its comparator-backed TreeSet.
+    """
+
+    __slots__ = ("by_rank", "keys", "n", "rank", "sizes")
+
+    def __init__(self, prep: StickyInput, sizes: list[int]) -> None:
+        self.n = len(prep.members)
+        self.rank = prep.rank
+        self.by_rank = prep.by_rank
+        self.sizes = sizes
+        self.keys: list[int] = []
+
+    def add(self, member: int) -> None:
+        insort(self.keys, self.sizes[member] * self.n + self.rank[member])
+
+    def remove(self, member: int) -> None:
+        key = self.sizes[member] * self.n + self.rank[member]
+        i = bisect_left(self.keys, key)
+        if i < len(self.keys) and self.keys[i] == key:
+            del self.keys[i]
+
+    def __iter__(self):
+        by_rank, n = self.by_rank, self.n
+        return (by_rank[k % n] for k in self.keys)
+
+    def first(self) -> int:
+        return self.by_rank[self.keys[0] % self.n]
+
+    def last(self) -> int:
+        return self.by_rank[self.keys[-1] % self.n]
+
+
+class _PartitionMovements:
+    """``AbstractStickyAssignor.PartitionMovements`` (only what the assignment needs)."""
+
+    def __init__(self, hash_of) -> None:
+        self.hash_of = hash_of
+        self.moves: dict[int, tuple[int, int]] = {}
+        self.by_topic: dict[int, dict[tuple[int, int], JavaHashSetPicker]] = {}
+
+    def _remove_record(self, gid: int, topic: int) -> tuple[int, int]:
+        pair = self.moves.pop(gid)
+        pairs = self.by_topic[topic]
+        pairs[pair].discard(gid)
+        if not len(pairs[pair]):
+            del pairs[pair]
+        if not pairs:
+            del self.by_topic[topic]
+        return pair
+
+    def _add_record(self, gid: int, topic: int, pair: tuple[int, int]) -> None:
+        self.moves[gid] = pair
+        pairs = self.by_topic.setdefault(topic, {})
+        if pair not in pairs:
+            pairs[pair] = JavaHashSetPicker(self.hash_of)
+        pairs[pair].add(gid)
+
+    def move(self, gid: int, topic: int, old: int, new: int) -> None:
+        if gid in self.moves:
+            src, _ = self._remove_record(gid, topic)
+            if src != new:
+                self._add_record(gid, topic, (src, new))
+        else:
+            self._add_record(gid, topic, (old, new))
+
+    def actual_partition_to_move(self, gid: int, topic: int, old: int, new: int) -> int:
+        """``getTheActualPartitionToBeMoved``: undo an earlier opposite move if there is one.
+
+        Which partition of that reverse move comes back depends on Kafka's HashSet order,
+        which we replay from ``TopicPartition.hashCode``.
+        """
+        pairs = self.by_topic.get(topic)
+        if pairs is None:
+            return gid
+        if gid in self.moves:
+            old = self.moves[gid][0]
+        reverse = pairs.get((new, old))
+        return gid if reverse is None else reverse.first()
+
+
+class GeneralBuilder:
+    def __init__(self, prep: StickyInput) -> None:
+        self.prep = prep
+        members = prep.members
+        n = len(members)
+        t_count = len(prep.topics)
+        self.topic_of = prep.topic_of()
+        self.topics_of: list[list[int]] = []
+        self.subscribed: list[bytearray] = [bytearray(n) for _ in range(t_count)]
+        self.potential: list[list[int]] = [[] for _ in range(t_count)]
+        for i in prep.order:
+            mine = [prep.topic_index[t] for t in members[i].topics if t in prep.topic_index]
+            for t in mine:
+                self.subscribed[t][i] = 1
+                self.potential[t].append(i)
+        for i in range(n):
+            self.topics_of.append(
+                [prep.topic_index[t] for t in members[i].topics if t in prep.topic_index]
+            )
+        self.max_size = [
+            prep.total if len(topics) == t_count else sum(prep.counts[t] for t in topics)
+            for topics in self.topics_of
+        ]
+        self.current: list[list[int] | None] = [list(owned) for owned in prep.owned]
+        self.owner = [-1] * prep.total
+        for i in prep.order:
+            for g in self.current[i]:
+                self.owner[g] = i
+        sorted_topics = sorted(range(t_count), key=lambda t: (len(self.potential[t]), t))
+        self.sorted_all: list[int] = []
+        for t in sorted_topics:
+            start = prep.base[t]
+            self.sorted_all.extend(range(start, start + prep.counts[t]))
+        self.sizes = [len(c) for c in self.current]
+        self.sorted = _SortedMembers(prep, self.sizes)
+        self.revocation_required = False
+        topic_hashes = [string_hash(t) for t in prep.topics]
+        topic_of = self.topic_of
+        self.movements = _PartitionMovements(
+            lambda g: topic_partition_hash(topic_hashes[topic_of[g]], g - prep.base[topic_of[g]])
+        )
+
+    def build(self) -> list[list[int]]:
+        prev = self._previous_owners()
+        assigned = self._assign_owned()
+        unassigned = list(compress(self.sorted_all, (not assigned[g] for g in self.sorted_all)))
+        for i in self.prep.order:
+            self.sorted.add(i)
+        self._balance(prev, unassigned)
+        return self.current
+
+    def _previous_owners(self) -> dict[int, tuple[int, int]]:
+        """``prepopulateCurrentAssignments``: owners from older generations, newest wins."""
+        prep = self.prep
+        prev: dict[int, tuple[int, int]] = {}
+        for i in prep.order:
+            generation = prep.members[i].generation
+            if generation is not None and generation < prep.max_generation:
+                gen = generation
+            elif generation is None and prep.max_generation > DEFAULT_GENERATION:
+                gen = DEFAULT_GENERATION
+            else:
+                continue
+            for g in prep.raw_owned(i):
+                if g not in prev or gen > prev[g][1]:
+                    prev[g] = (i, gen)
+        return prev
+
+    def _assign_owned(self) -> bytearray:
+        rack_info = self.prep.rack_info
+        assigned = bytearray(self.prep.total)
+        for i in self.prep.order:
+            kept = []
+            for g in self.current[i]:
+                if not self.subscribed[self.topic_of[g]][i] or rack_info.mismatch(i, g):
+                    self.revocation_required = True
+                else:
+                    kept.append(g)
+                    assigned[g] = 1
+            self.current[i] = kept
+            self.sizes[i] = len(kept)
+        return assigned
+
+    def _take(self, member: int, gid: int) -> None:
+        self.sorted.remove(member)
+        self.current[member].append(gid)
+        self.owner[gid] = member
+        self.sizes[member] += 1
+        self.sorted.add(member)
+
+    def _maybe_assign(self, partitions: list[int], use_racks: bool) -> list[int]:
+        """Hand each partition to the least loaded subscriber; returns those left over."""
+        rack_info = self.prep.rack_info
+        topic_of, subscribed, potential = self.topic_of, self.subscribed, self.potential
+        left = []
+        for g in partitions:
+            t = topic_of[g]
+            if not potential[t]:
+                left.append(g)
+                continue
+            subs = subscribed[t]
+            for member in self.sorted:
+                if subs[member] and not (use_racks and rack_info.mismatch(member, g)):
+                    self._take(member, g)
+                    break
+            else:
+                left.append(g)
+        return left
+
+    def _balance(self, prev: dict[int, tuple[int, int]], unassigned: list[int]) -> None:
+        initializing = self.sizes[self.sorted.last()] == 0
+        to_assign = unassigned
+        if self.prep.rack_info.enabled:
+            to_assign = self._maybe_assign(to_assign, use_racks=True)
+        self._maybe_assign(to_assign, use_racks=False)
+
+        fixed_topics = {t for t, subs in enumerate(self.potential) if len(subs) < 2}
+        if fixed_topics:
+            topic_of = self.topic_of
+            self.sorted_all = [g for g in self.sorted_all if topic_of[g] not in fixed_topics]
+            unassigned = [g for g in unassigned if topic_of[g] not in fixed_topics]
+        fixed: dict[int, list[int]] = {}
+        for i in self.prep.order:
+            if not self._can_participate(i):
+                self.sorted.remove(i)
+                fixed[i] = self.current[i]
+                self.current[i] = None
+        before = [None if c is None else list(c) for c in self.current]
+        owners_before = list(self.owner)
+        if not self.revocation_required:
+            self._perform_reassignments(unassigned, prev)
+        performed = self._perform_reassignments(self.sorted_all, prev)
+        if (
+            not initializing
+            and performed
+            and self._balance_score(self.current) >= self._balance_score(before)
+        ):
+            self.current = before
+            self.owner = owners_before
+        for i, partitions in fixed.items():
+            self.current[i] = partitions
+
+    def _can_participate(self, member: int) -> bool:
+        size = len(self.current[member])
+        if size < self.max_size[member]:
+            return True
+        topic_of, potential = self.topic_of, self.potential
+        return any(len(potential[topic_of[g]]) >= 2 for g in self.current[member])
+
+    @staticmethod
+    def _balance_score(assignment: list[list[int] | None]) -> int:
+        """Sum of |a - b| over all pairs of members' assignment sizes."""
+        sizes = sorted(len(c) for c in assignment if c is not None)
+        n = len(sizes)
+        return sum(s * (2 * k - n + 1) for k, s in enumerate(sizes))
+
+    def _is_balanced(self) -> bool:
+        sizes = self.sizes
+        if sizes[self.sorted.first()] >= sizes[self.sorted.last()] - 1:
+            return True
+        prep, owner = self.prep, self.owner
+        for member in self.sorted:
+            count = sizes[member]
+            if count == self.max_size[member]:
+                continue
+            for t in self.topics_of[member]:
+                start = prep.base[t]
+                for g in range(start, start + prep.counts[t]):
+                    other = owner[g]
+                    if other != member and count + 1 < sizes[other]:
+                        return False
+        return True
+
+    def _perform_reassignments(
+        self, partitions: list[int], prev: dict[int, tuple[int, int]]
+    ) -> bool:
+        sizes, current = self.sizes, self.current
+        performed = False
+        modified = True
+        while modified:
+            modified = False
+            for g in partitions:
+                if self._is_balanced():
+                    break
+                t = self.topic_of[g]
+                member = self.owner[g]
+                previous = prev.get(g)
+                # Kafka would throw a NullPointerException for a previous owner whose
+                # assignment is fixed; we skip that hint instead.
+                if (
+                    previous is not None
+                    and current[previous[0]] is not None
+                    and sizes[member] > sizes[previous[0]] + 1
+                ):
+                    self._reassign(g, previous[0])
+                    performed = modified = True
+                    continue
+                # Kafka first looks for a lighter subscriber on the partition's racks, but
+                # either way it hands the partition to the least loaded subscriber, so only
+                # "is any subscriber lighter by two or more" matters.
+                if any(sizes[member] > sizes[o] + 1 for o in self.potential[t]):
+                    self._reassign(g, self._least_loaded_subscriber(t))
+                    performed = modified = True
+        return performed
+
+    def _least_loaded_subscriber(self, topic: int) -> int:
+        subs = self.subscribed[topic]
+        return next(m for m in self.sorted if subs[m])
+
+    def _reassign(self, gid: int, new: int) -> None:
+        t = self.topic_of[gid]
+        gid = self.movements.actual_partition_to_move(gid, t, self.owner[gid], new)
+        old = self.owner[gid]
+        self.sorted.remove(old)
+        self.sorted.remove(new)
+        self.movements.move(gid, t, old, new)
+        self.current[old].remove(gid)
+        self.sizes[old] -= 1
+        self.current[new].append(gid)
+        self.sizes[new] += 1
+        self.owner[gid] = new
+        self.sorted.add(new)
+        self.sorted.add(old)
