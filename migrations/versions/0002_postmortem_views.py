@@ -1,0 +1,215 @@
+"""Postmortem views: group_timeline, partition_ownership, rebalance_storms.
+
+They answer the postmortem questions in plain SQL, for psql or Grafana's PostgreSQL
+data source; the `groupscope postmortem`, `owner` and `storms` commands read them too.
+
+- `group_timeline`: one row per generation with its time, assignor, leader, members,
+  the members that joined and left since the previous generation (objects with
+  member, member_id, client_id and host; a member is its group instance id when it has
+  one, else its member id), the rebalance's churn (NULL for the first generation
+  seen), the time since the previous generation and the committed-offset progress
+  made during the generation (sum over partitions of offsets advanced before the next
+  generation, from offset_history).
+- `partition_ownership`: one row per generation, topic and partition with the member
+  that owned it from `valid_from` until `valid_until` (NULL: still the latest).
+- `rebalance_storms_between(from, to, window, min_rebalances)`: storms, worst first:
+  runs of at least min_rebalances rebalances of one group within window, merged when
+  they overlap. `rebalance_storms` is that function with the defaults (10 minutes, 5).
+
+Revision ID: 0002
+Revises: 0001
+Create Date: 2026-11-21 07:10:00
+"""
+
+from collections.abc import Sequence
+
+from alembic import op
+
+revision: str = "0002"
+down_revision: str | Sequence[str] | None = "0001"
+branch_labels: str | Sequence[str] | None = None
+depends_on: str | Sequence[str] | None = None
+
+GROUP_TIMELINE = """
+CREATE VIEW group_timeline AS
+SELECT
+    g.group_name,
+    g.generation,
+    g.time,
+    g.assignor,
+    g.leader,
+    g.protocol_type,
+    g.member_count,
+    g.id AS generation_pk,
+    g.source_partition,
+    g.source_offset,
+    g.time - g.previous_time AS since_previous,
+    members.keys AS members,
+    joined.members AS joined_members,
+    departed.members AS left_members,
+    r.from_generation,
+    r.elapsed AS rebalance_elapsed,
+    r.partitions_moved AS moves_actual,
+    r.moves_from_survivors,
+    r.baseline_moves AS moves_sticky_baseline,
+    r.baseline_assignor,
+    r.minimum_moves AS moves_minimum,
+    r.partitions_moved - r.baseline_moves AS moves_excess,
+    r.partitions_revoked,
+    r.partitions_newly_assigned,
+    r.cooperative_episode,
+    progress.committed_progress
+FROM (
+    SELECT
+        generations.*,
+        lag(id) OVER w AS previous_pk,
+        lag(time) OVER w AS previous_time,
+        lead(time) OVER w AS next_time
+    FROM generations
+    WINDOW w AS (PARTITION BY group_name ORDER BY time, source_offset)
+) g
+LEFT JOIN rebalances r ON r.to_generation_pk = g.id
+CROSS JOIN LATERAL (
+    SELECT coalesce(array_agg(coalesce(m.group_instance_id, m.member_id)
+                              ORDER BY coalesce(m.group_instance_id, m.member_id)),
+                    '{}') AS keys
+    FROM generation_members m
+    WHERE m.generation_pk = g.id
+) members
+CROSS JOIN LATERAL (
+    SELECT coalesce(jsonb_agg(jsonb_build_object(
+               'member', coalesce(m.group_instance_id, m.member_id),
+               'member_id', m.member_id, 'client_id', m.client_id, 'host', m.client_host)
+           ORDER BY coalesce(m.group_instance_id, m.member_id)), '[]') AS members
+    FROM generation_members m
+    WHERE g.previous_pk IS NOT NULL
+      AND m.generation_pk = g.id
+      AND NOT EXISTS (
+          SELECT 1 FROM generation_members p
+          WHERE p.generation_pk = g.previous_pk
+            AND coalesce(p.group_instance_id, p.member_id)
+                = coalesce(m.group_instance_id, m.member_id))
+) joined
+CROSS JOIN LATERAL (
+    SELECT coalesce(jsonb_agg(jsonb_build_object(
+               'member', coalesce(p.group_instance_id, p.member_id),
+               'member_id', p.member_id, 'client_id', p.client_id, 'host', p.client_host)
+           ORDER BY coalesce(p.group_instance_id, p.member_id)), '[]') AS members
+    FROM generation_members p
+    WHERE p.generation_pk = g.previous_pk
+      AND NOT EXISTS (
+          SELECT 1 FROM generation_members m
+          WHERE m.generation_pk = g.id
+            AND coalesce(m.group_instance_id, m.member_id)
+                = coalesce(p.group_instance_id, p.member_id))
+) departed
+LEFT JOIN LATERAL (
+    SELECT sum(e.committed_offset - s.committed_offset) AS committed_progress
+    FROM (
+        SELECT DISTINCT ON (topic, partition) topic, partition, committed_offset
+        FROM offset_history h
+        WHERE h.group_name = g.group_name AND h.commit_timestamp <= g.time
+        ORDER BY topic, partition, commit_timestamp DESC, batch_id DESC
+    ) s
+    JOIN (
+        SELECT DISTINCT ON (topic, partition) topic, partition, committed_offset
+        FROM offset_history h
+        WHERE h.group_name = g.group_name
+          AND h.commit_timestamp < coalesce(g.next_time, 'infinity')
+        ORDER BY topic, partition, commit_timestamp DESC, batch_id DESC
+    ) e USING (topic, partition)
+) progress ON true
+"""
+
+PARTITION_OWNERSHIP = """
+CREATE VIEW partition_ownership AS
+SELECT
+    g.group_name,
+    a.topic,
+    p.partition,
+    coalesce(m.group_instance_id, m.member_id) AS member,
+    m.member_id,
+    m.group_instance_id,
+    m.client_id,
+    m.client_host,
+    g.generation,
+    g.id AS generation_pk,
+    g.time AS valid_from,
+    g.valid_until
+FROM (
+    SELECT generations.*,
+           lead(time) OVER (PARTITION BY group_name ORDER BY time, source_offset) AS valid_until
+    FROM generations
+) g
+JOIN assignments a ON a.generation_pk = g.id
+JOIN generation_members m ON m.generation_pk = a.generation_pk AND m.member_id = a.member_id
+CROSS JOIN LATERAL unnest(a.partitions) AS p(partition)
+"""
+
+STORMS_FUNCTION = """
+CREATE FUNCTION rebalance_storms_between(
+    from_time timestamptz,
+    to_time timestamptz,
+    storm_window interval,
+    min_rebalances integer
+) RETURNS TABLE (group_name text, rebalances bigint, storm_start timestamptz,
+                 storm_end timestamptz)
+LANGUAGE sql STABLE AS $$
+    WITH r AS (
+        SELECT rb.group_name, rb.time
+        FROM rebalances rb
+        WHERE rb.time >= from_time AND rb.time < to_time
+    ), windows AS (
+        SELECT r.group_name, r.time AS window_start,
+               count(*) OVER w AS n, max(r.time) OVER w AS window_end
+        FROM r
+        WINDOW w AS (PARTITION BY r.group_name ORDER BY r.time
+                     RANGE BETWEEN CURRENT ROW AND storm_window FOLLOWING)
+    ), seeds AS (
+        SELECT s.*,
+               (s.window_start > max(s.window_end) OVER (
+                    PARTITION BY s.group_name ORDER BY s.window_start
+                    ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)) IS NOT FALSE AS starts
+        FROM windows s
+        WHERE s.n >= min_rebalances
+    ), islands AS (
+        SELECT seeds.*,
+               sum(starts::int) OVER (PARTITION BY seeds.group_name
+                                      ORDER BY seeds.window_start) AS island
+        FROM seeds
+    ), storms AS (
+        SELECT i.group_name, min(i.window_start) AS storm_start, max(i.window_end) AS storm_end
+        FROM islands i
+        GROUP BY i.group_name, i.island
+    )
+    SELECT s.group_name,
+           (SELECT count(*) FROM r
+            WHERE r.group_name = s.group_name
+              AND r.time BETWEEN s.storm_start AND s.storm_end) AS rebalances,
+           s.storm_start,
+           s.storm_end
+    FROM storms s
+    ORDER BY rebalances DESC, s.storm_start, s.group_name
+$$
+"""
+
+STORMS_VIEW = """
+CREATE VIEW rebalance_storms AS
+SELECT * FROM rebalance_storms_between('-infinity', 'infinity', interval '10 minutes', 5)
+"""
+
+
+def upgrade() -> None:
+    op.execute(GROUP_TIMELINE)
+    op.execute(PARTITION_OWNERSHIP)
+    op.execute(STORMS_FUNCTION)
+    op.execute(STORMS_VIEW)
+
+
+def downgrade() -> None:
+    op.execute("DROP VIEW rebalance_storms")
+    op.execute(
+        "DROP FUNCTION rebalance_storms_between(timestamptz, timestamptz, interval, integer)"
+    )
+    op.execute("DROP VIEW partition_ownership")
+    op.execute("DROP VIEW group_timeline")

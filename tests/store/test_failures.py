@@ -1,0 +1,106 @@
+"""A batch that fails is not kept at all, and the caller is told clearly why."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import Engine, text
+
+from services.store import repository
+from services.store.batch import GroupEvent, SourceProgress
+from services.store.database import create_store_engine
+from services.store.errors import BatchRejectedError, StoreUnavailableError
+from services.store.repository import HistoryStore
+from services.store.retry import RetryPolicy
+from tests.fixtures.batches import at, batch, commit, generation, member
+
+KILL_OWN_BACKEND = "SELECT pg_terminate_backend(pg_backend_pid())"
+
+
+def counts(engine: Engine) -> dict[str, int]:
+    tables = ("groups", "generations", "committed_offsets", "offset_history", "pipeline_progress")
+    with engine.connect() as conn:
+        return {t: conn.execute(text(f"SELECT count(*) FROM {t}")).scalar_one() for t in tables}
+
+
+def full_batch(batch_id: int = 1):
+    return batch(
+        batch_id,
+        offsets=[commit(10, 100), commit(20, 101, partition=1)],
+        generations=[generation(1, 102, [member("a-1", {"orders": [0, 1]})])],
+        progress=[SourceProgress(35, 102)],
+    )
+
+
+def test_connection_killed_mid_batch_keeps_nothing_and_says_so(
+    store_engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The server ends the session after groups, generations and offsets were merged.
+    merges = list(repository.MERGES)
+    merges.insert(merges.index(repository.UPSERT_OFFSETS) + 1, KILL_OWN_BACKEND)
+    monkeypatch.setattr(repository, "MERGES", tuple(merges))
+
+    with pytest.raises(StoreUnavailableError, match="batch 1 of __consumer_offsets not written"):
+        HistoryStore(store_engine).write_batch(full_batch())
+
+    assert set(counts(store_engine).values()) == {0}
+    assert HistoryStore(store_engine).progress("__consumer_offsets") == {}
+
+
+def test_after_a_killed_connection_the_retry_lands_the_whole_batch(
+    store_engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The first attempt dies after every merge ran, just before the commit.
+    original_merge = repository._merge
+    killed: list[bool] = []
+
+    def merge_then_die_once(cursor, batch_write) -> None:
+        original_merge(cursor, batch_write)
+        if not killed:
+            killed.append(True)
+            cursor.execute(KILL_OWN_BACKEND)
+
+    monkeypatch.setattr(repository, "_merge", merge_then_die_once)
+    sleeps: list[float] = []
+    store = HistoryStore(store_engine)
+    RetryPolicy(attempts=3, initial_delay=0.25).run(
+        lambda: store.write_batch(full_batch()), sleep=sleeps.append
+    )
+
+    assert sleeps == [0.25]
+    assert counts(store_engine) == {
+        "groups": 1,
+        "generations": 1,
+        "committed_offsets": 2,
+        "offset_history": 2,
+        "pipeline_progress": 1,
+    }
+
+
+def test_unreachable_database_raises_after_backing_off(tmp_path) -> None:
+    engine = create_store_engine(f"postgresql://postgres@/groupscope?host={tmp_path}&port=1")
+    sleeps: list[float] = []
+    store = HistoryStore(engine)
+    with pytest.raises(StoreUnavailableError, match="not written"):
+        RetryPolicy(attempts=4, initial_delay=0.5, multiplier=2.0, max_delay=1.5).run(
+            lambda: store.write_batch(full_batch()), sleep=sleeps.append
+        )
+    assert sleeps == [0.5, 1.0, 1.5]
+    engine.dispose()
+
+
+def test_rejected_data_keeps_nothing_and_is_not_retried(store_engine: Engine) -> None:
+    bad = batch(
+        1,
+        offsets=[commit(10, 100)],
+        group_events=[GroupEvent("billing", at(0), 35, 99, type="not-a-protocol")],
+    )
+    attempts: list[int] = []
+
+    def write() -> None:
+        attempts.append(1)
+        HistoryStore(store_engine).write_batch(bad)
+
+    with pytest.raises(BatchRejectedError, match="ck_groups_type"):
+        RetryPolicy(attempts=5).run(write, sleep=lambda _: None)
+    assert len(attempts) == 1
+    assert set(counts(store_engine).values()) == {0}
