@@ -11,22 +11,29 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from sqlalchemy import Engine, create_engine, text
+from sqlalchemy import Engine, create_engine, make_url, text
 from sqlalchemy.exc import DBAPIError
 
-from services.store.embedded import EmbeddedPostgres
+from services.store.embedded import EmbeddedPostgres, data_dir
 from services.store.errors import StoreUnavailableError, UnsupportedServerError
+from services.store.options import URL_SCHEMES
 
 MINIMUM_SERVER_VERSION = 140000
-_SCHEMES = ("postgresql+psycopg://", "postgresql://", "postgres://")
 
 
 def sqlalchemy_url(url: str) -> str:
     """The SQLAlchemy form of a PostgreSQL URL, with the psycopg 3 driver."""
-    for scheme in _SCHEMES:
+    for scheme in URL_SCHEMES:
         if url.startswith(scheme):
             return "postgresql+psycopg://" + url[len(scheme) :]
     raise ValueError(f"not a PostgreSQL URL (expected postgresql://...): {url.split('@')[-1]}")
+
+
+def redacted(url: str | None) -> str:
+    """How to name a database to people: no password; the data dir for the embedded one."""
+    if url is None:
+        return f"the embedded PostgreSQL in {data_dir() / 'pg'}"
+    return make_url(sqlalchemy_url(url)).set(drivername="postgresql").render_as_string()
 
 
 def create_store_engine(url: str) -> Engine:
@@ -41,7 +48,7 @@ def check_server(engine: Engine) -> None:
             version = int(conn.execute(text("SHOW server_version_num")).scalar_one())
     except DBAPIError as exc:
         raise StoreUnavailableError(
-            f"cannot reach PostgreSQL at {engine.url.render_as_string(hide_password=True)}: "
+            f"cannot reach PostgreSQL at {redacted(engine.url.render_as_string(False))}: "
             f"{str(exc.orig).strip().splitlines()[0]}"
         ) from exc
     if version < MINIMUM_SERVER_VERSION:
@@ -51,16 +58,22 @@ def check_server(engine: Engine) -> None:
 
 
 @contextmanager
+def database_url(url: str | None) -> Iterator[str]:
+    """`url` itself, or the embedded server's URL (started for the block) when None."""
+    if url is not None:
+        yield url
+        return
+    with EmbeddedPostgres() as embedded:
+        yield embedded.uri()
+
+
+@contextmanager
 def open_database(url: str | None) -> Iterator[Engine]:
-    """An engine on `url`, or on the embedded server when `url` is None."""
-    embedded = EmbeddedPostgres() if url is None else None
-    if embedded is not None:
-        url = embedded.start()
-    engine = create_store_engine(url)
-    try:
-        check_server(engine)
-        yield engine
-    finally:
-        engine.dispose()
-        if embedded is not None:
-            embedded.stop()
+    """A checked engine on `url`, or on the embedded server when `url` is None."""
+    with database_url(url) as resolved:
+        engine = create_store_engine(resolved)
+        try:
+            check_server(engine)
+            yield engine
+        finally:
+            engine.dispose()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from importlib.util import find_spec
 from pathlib import Path
 
 from alembic import command
@@ -10,9 +11,17 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Engine
 
-import migrations
 
-MIGRATIONS_DIR = Path(migrations.__file__).resolve().parent
+def _migrations_dir() -> Path:
+    # The folder holding env.py, found through the import system so that it works
+    # from a wheel, an editable install or a source checkout alike.
+    spec = find_spec("migrations.env")
+    if spec is None or spec.origin is None:
+        raise RuntimeError("the groupscope 'migrations' package is not installed")
+    return Path(spec.origin).parent
+
+
+MIGRATIONS_DIR = _migrations_dir()
 
 
 def alembic_config(url: str) -> Config:

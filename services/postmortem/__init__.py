@@ -1,0 +1,1 @@
+"""Postmortem queries over the history store, and their rendering for people and scripts."""

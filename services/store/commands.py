@@ -1,0 +1,67 @@
+"""`groupscope db upgrade`: bring the history store's database to the latest schema."""
+
+from __future__ import annotations
+
+import argparse
+
+from services.store.options import add_database_url_argument, reports_store_errors
+
+UPGRADE_EPILOG = """\
+examples:
+  groupscope db upgrade
+      migrate the embedded database under ./.groupscope/pg (created on first use)
+  groupscope db upgrade --database-url postgresql://groupscope:secret@db:5432/groupscope
+      migrate an external PostgreSQL 14 or newer
+  GROUPSCOPE_DATABASE_URL=postgresql://localhost/groupscope groupscope db upgrade
+
+Running it again is harmless: a database already at head is left as it is.
+"""
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    db = subparsers.add_parser(
+        "db",
+        help="manage the history store's database",
+        description="Manage the PostgreSQL database that keeps groupscope's history.",
+        epilog="Run 'groupscope db upgrade --help' for examples.",
+    )
+    actions = db.add_subparsers(dest="db_action", metavar="ACTION", required=True)
+    upgrade = actions.add_parser(
+        "upgrade",
+        help="apply the schema migrations up to the latest (Alembic 'head')",
+        description=(
+            "Create or update the history store's tables and postmortem views by running "
+            "the Alembic migrations up to the latest revision."
+        ),
+        epilog=UPGRADE_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_database_url_argument(upgrade)
+    upgrade.set_defaults(func=run_upgrade)
+
+
+@reports_store_errors
+def run_upgrade(args: argparse.Namespace) -> int:
+    from services.store.database import (
+        check_server,
+        create_store_engine,
+        database_url,
+        redacted,
+    )
+    from services.store.migrate import current_revision, upgrade
+
+    with database_url(args.database_url) as url:
+        engine = create_store_engine(url)
+        try:
+            check_server(engine)
+            before = current_revision(engine)
+            upgrade(url)
+            after = current_revision(engine)
+        finally:
+            engine.dispose()
+    where = redacted(args.database_url)
+    if before == after:
+        print(f"{where}: already at revision {after} (head)")
+    else:
+        print(f"{where}: upgraded from {before or 'an empty database'} to {after} (head)")
+    return 0

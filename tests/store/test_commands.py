@@ -1,0 +1,61 @@
+"""`groupscope db upgrade`, against an external URL and the embedded default."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from services.cli import main
+
+
+def test_db_upgrade_migrates_then_reports_head(
+    empty_database_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["db", "upgrade", "--database-url", empty_database_url]) == 0
+    assert "upgraded from an empty database to" in capsys.readouterr().out
+    assert main(["db", "upgrade", "--database-url", empty_database_url]) == 0
+    assert "already at revision" in capsys.readouterr().out
+
+
+def test_db_upgrade_reads_the_url_from_the_environment(
+    empty_database_url: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("GROUPSCOPE_DATABASE_URL", empty_database_url)
+    assert main(["db", "upgrade"]) == 0
+    assert "upgraded from an empty database" in capsys.readouterr().out
+
+
+def test_db_upgrade_defaults_to_an_embedded_server_reused_across_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("GROUPSCOPE_DATABASE_URL", raising=False)
+    monkeypatch.setenv("GROUPSCOPE_DATA_DIR", str(tmp_path))
+    assert main(["db", "upgrade"]) == 0
+    assert "upgraded from an empty database" in capsys.readouterr().out
+    assert (tmp_path / "pg" / "PG_VERSION").exists()
+    # Stopped cleanly once the command is done ...
+    assert not (tmp_path / "pg" / "postmaster.pid").exists()
+    # ... and the next run finds the same, already migrated, data.
+    assert main(["db", "upgrade"]) == 0
+    assert "already at revision" in capsys.readouterr().out
+
+
+def test_db_upgrade_on_an_unreachable_server_exits_1_with_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = f"postgresql://someone:hunter2@/groupscope?host={tmp_path}&port=1"
+    assert main(["db", "upgrade", "--database-url", url]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("groupscope db: cannot reach PostgreSQL")
+    assert "hunter2" not in err
+    assert err.count("\n") == 1
+
+
+def test_db_upgrade_rejects_a_url_that_is_not_postgresql(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["db", "upgrade", "--database-url", "mysql://localhost/x"])
+    assert exit_info.value.code == 2
+    assert "expected a PostgreSQL URL" in capsys.readouterr().err
