@@ -60,4 +60,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # Run the imported module's main, so that `services.cli.UsageError` raised by the
+    # commands is the class caught there (not a copy living in __main__).
+    from services.cli import main as _main
+
+    sys.exit(_main())

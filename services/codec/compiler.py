@@ -105,7 +105,9 @@ class _StructWriter:
         self.src(f"_f = {field!r}; _o = p")
 
     def need(self, size: str, reason: str) -> None:
-        self.src(f"if p + {size} > n: raise _Invalid({reason!r} + f', {{n - p}} left')")
+        self.src(
+            f"if p + {size} > n: raise _Invalid('truncated: ' + {reason!r} + f', {{n - p}} left')"
+        )
 
     def fail(self, condition: str, reason: str) -> None:
         """Fast mode raises _Invalid; checked mode raises a described DecodeError."""
@@ -162,7 +164,7 @@ class _StructWriter:
             self.flush()
             if self.checked:
                 self.track(path)
-            self.fail("p + 16 > n", "16 bytes needed, {n - p} left")
+            self.fail("p + 16 > n", "truncated: 16 bytes needed, {n - p} left")
             self.src(f"{target} = _uuid(b[p:p + 16]); p += 16")
         elif f.type in ("string", "bytes"):
             n = self.length(path, nullable, "h" if f.type == "string" else "i")
@@ -334,6 +336,17 @@ class _Compiler:
 def compile_decoder(message: Message, version: int, checked: bool = False) -> Decoder:
     """A function `(buf, pos) -> (fields, end)` for `message` at `version`."""
     return _Compiler(message, version).compile(checked)
+
+
+_CHECKED: dict[tuple[int, int], Decoder] = {}
+
+
+def checked_decoder(message: Message, version: int) -> Decoder:
+    """The checked variant, compiled once per (message, version): errors may be frequent."""
+    found = _CHECKED.get((id(message), version))
+    if found is None:
+        found = _CHECKED[(id(message), version)] = compile_decoder(message, version, True)
+    return found
 
 
 def generated_source(message: Message, version: int, checked: bool = False) -> str:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from services.codec import schemas as s
-from services.codec.compiler import Decoder, compile_decoder
+from services.codec.compiler import Decoder, checked_decoder, compile_decoder
 from services.codec.embedded import decode_member_protocols, encode_assignment, encode_subscription
 from services.codec.encoder import encode_message
 from services.codec.errors import DecodeError, EncodeError
@@ -33,12 +33,13 @@ class RecordType:
     key: Message
     value: Message
     fallbacks: tuple[Message, ...] = ()  # older layouts of an in-development value
-    _fast: dict[tuple[str, int], Decoder] = field(default_factory=dict, repr=False)
+    _fast: dict[tuple[int, int], Decoder] = field(default_factory=dict, repr=False)
 
     def decoder(self, message: Message, version: int) -> Decoder:
-        found = self._fast.get((message.name, version))
+        # Keyed by identity: a fallback layout has the same spec name as the current one.
+        found = self._fast.get((id(message), version))
         if found is None:
-            found = self._fast[(message.name, version)] = compile_decoder(message, version)
+            found = self._fast[(id(message), version)] = compile_decoder(message, version)
         return found
 
 
@@ -186,7 +187,7 @@ def _decode_body(rt: RecordType, message: Message, version: int, data: bytes) ->
         fields, end = rt.decoder(message, version)(data, 2)
     except Exception:
         try:
-            compile_decoder(message, version, checked=True)(data, 2)
+            checked_decoder(message, version)(data, 2)
         except DecodeError as exc:
             raise exc.within(f"{message.name} v{version}") from None
         raise DecodeError("", 2, "undecodable", f"{message.name} v{version}") from None

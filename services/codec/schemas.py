@@ -719,7 +719,7 @@ TOPIC_INFO_STREAMS_GROUP_TOPOLOGY_VALUE = (
     F("Name", "string", "0+"),
     F("Partitions", "int32", "0+"),
     F("ReplicationFactor", "int16", "0+"),
-    F("TopicConfigs", "[]TopicConfig", "0+"),
+    F("TopicConfigs", "[]TopicConfig", "0+", fields=TOPIC_CONFIG_STREAMS_GROUP_TOPOLOGY_VALUE),
 )
 
 STREAMS_GROUP_TOPOLOGY_VALUE = Message(
