@@ -46,6 +46,20 @@ def _topic_partition(value: object, member_id: str) -> TopicPartition:
     return topic, partition
 
 
+def _owned(values: Iterable, member_id: str) -> tuple[TopicPartition, ...]:
+    """Owned partitions as tuples; a fast path for well-formed pairs, checks for the rest."""
+    owned = []
+    for value in values:
+        cls = type(value)
+        if (cls is tuple or cls is list) and len(value) == 2:
+            topic, partition = value
+            if type(topic) is str and type(partition) is int and partition >= 0:
+                owned.append(value if cls is tuple else (topic, partition))
+                continue
+        owned.append(_topic_partition(value, member_id))
+    return tuple(owned)
+
+
 def _optional_str(raw: Mapping, key: str, member_id: str) -> str | None:
     value = raw.get(key)
     if value is not None and not isinstance(value, str):
@@ -63,9 +77,9 @@ def to_member(raw: Mapping | Member) -> Member:
     if not isinstance(member_id, str) or not member_id:
         raise AssignmentError("each member needs a non-empty string id")
     topics = raw.get("topics", ())
-    if isinstance(topics, str) or not all(isinstance(t, str) for t in topics):
+    if isinstance(topics, str) or not set(map(type, topics)) <= {str}:
         raise AssignmentError(f"member {member_id!r}: topics must be a list of strings")
-    owned = tuple(_topic_partition(tp, member_id) for tp in raw.get("owned") or ())
+    owned = _owned(raw.get("owned") or (), member_id)
     if len(set(owned)) != len(owned):
         raise AssignmentError(f"member {member_id!r} owns a partition twice")
     generation = raw.get("generation")

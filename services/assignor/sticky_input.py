@@ -104,21 +104,24 @@ class StickyInput:
         self.by_rank = by_name
         self.rack_info = RackInfo(self, racks)
         self.max_generation = DEFAULT_GENERATION
+        self._raw_owned: list[list[int] | None] = [None] * len(members)
         self.owned: list[list[int]] = [[] for _ in members]
         self.multiple_owners: set[int] = set()
         self.all_equal = self._resolve_owned()
 
-    def gid(self, topic: str, partition: int) -> int | None:
-        """Global id of a partition, or None when it is not in this assignment's metadata."""
-        t = self.topic_index.get(topic)
-        if t is None or partition >= self.counts[t]:
-            return None
-        return self.base[t] + partition
-
     def raw_owned(self, member: int) -> list[int]:
         """A member's reported partitions that still exist, in the order it sent them."""
-        gids = (self.gid(t, p) for t, p in self.members[member].owned)
-        return [g for g in gids if g is not None]
+        cached = self._raw_owned[member]
+        if cached is not None:
+            return cached
+        topic_index, counts, base = self.topic_index, self.counts, self.base
+        gids = []
+        for topic, partition in self.members[member].owned:
+            t = topic_index.get(topic)
+            if t is not None and partition < counts[t]:
+                gids.append(base[t] + partition)
+        self._raw_owned[member] = gids
+        return gids
 
     def topic_of(self) -> list[int]:
         """Topic index of every global id."""
@@ -142,7 +145,7 @@ class StickyInput:
         """
         all_equal = True
         reference: set[str] = set()
-        claimed: dict[int, int] = {}
+        claimer = [-1] * self.total
         generation = [
             DEFAULT_GENERATION if m.generation is None else m.generation for m in self.members
         ]
@@ -158,18 +161,18 @@ class StickyInput:
             self.max_generation = max(self.max_generation, gen)
             mine = self.owned[i]
             for g in self.raw_owned(i):
-                other = claimed.get(g)
-                if other is None:
+                other = claimer[g]
+                if other < 0:
                     mine.append(g)
-                    claimed[g] = i
+                    claimer[g] = i
                 elif gen == generation[other]:
                     self.multiple_owners.add(g)
                     _remove(self.owned[other], g)
-                    claimed[g] = i
+                    claimer[g] = i
                 elif gen > generation[other]:
                     mine.append(g)
                     _remove(self.owned[other], g)
-                    claimed[g] = i
+                    claimer[g] = i
         return all_equal
 
 
