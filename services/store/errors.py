@@ -24,3 +24,7 @@ class BatchRejectedError(StoreError):
 
 class UnsupportedServerError(StoreError):
     """The server is older than PostgreSQL 14."""
+
+
+class SchemaOutdatedError(StoreError):
+    """The database is not at the latest migration; `groupscope db upgrade` fixes it."""

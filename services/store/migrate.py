@@ -11,6 +11,8 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Engine
 
+from services.store.errors import SchemaOutdatedError
+
 
 def _migrations_dir() -> Path:
     # The folder holding env.py, found through the import system so that it works
@@ -46,3 +48,13 @@ def head_revision() -> str:
 def current_revision(engine: Engine) -> str | None:
     with engine.connect() as conn:
         return MigrationContext.configure(conn).get_current_revision()
+
+
+def require_head(engine: Engine) -> None:
+    """Fail clearly when the database lacks the latest schema, instead of a SQL error later."""
+    current, head = current_revision(engine), head_revision()
+    if current != head:
+        state = f"is at revision {current}" if current else "has no groupscope schema"
+        raise SchemaOutdatedError(
+            f"the database {state}, not {head}; run 'groupscope db upgrade' first"
+        )

@@ -1,0 +1,223 @@
+"""`groupscope postmortem`, `owner` and `storms`: questions about a group's history."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+
+from services.store.options import add_database_url_argument, reports_store_errors
+
+TIME_HELP = "ISO 8601 (2026-03-01T12:00:00Z; no zone means UTC) or a time ago: 30m, 2h, 1d"
+
+POSTMORTEM_EPILOG = """\
+examples:
+  groupscope postmortem billing
+      every stored generation of group 'billing', oldest first
+  groupscope postmortem billing --since 2h
+      the last two hours
+  groupscope postmortem billing --since 2026-03-01T09:00Z --until 2026-03-01T10:00Z --json
+
+columns: MOVES are partitions that changed owner (actual), those taken from members
+that stayed (surv), what Kafka's sticky assignor would have moved (sticky) and the
+fewest any balanced assignment could move (min). COMMITTED is the committed offsets
+the group advanced during the generation, summed over partitions.
+
+exit status: 0 found; 1 unknown group or nothing in the range; 2 bad input.
+"""
+
+OWNER_EPILOG = """\
+examples:
+  groupscope owner orders 3 --at 2026-03-01T09:41:00Z
+      which member of which group owned orders-3 then
+  groupscope owner orders 3 --at 45m --group billing --json
+
+exit status: 0 found; 1 unknown group or nobody owned it then; 2 bad input.
+"""
+
+STORMS_EPILOG = """\
+A storm is at least --min-rebalances rebalances of one group within --window;
+overlapping windows merge into one storm. A cooperative two-step rebalance counts once.
+
+examples:
+  groupscope storms
+      every storm in the stored history, worst first (defaults: 5 within 10m)
+  groupscope storms --since 24h --window 5m --min-rebalances 3 --json
+
+exit status: 0 (also when there was no storm: the output is then empty, or [] with
+--json); 1 database unavailable; 2 bad input.
+"""
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    postmortem = _parser(
+        subparsers,
+        "postmortem",
+        help="timeline of a group's generations, members and partition moves",
+        description=(
+            "Print the timeline of a consumer group: each generation's time, leader and "
+            "assignor, the members that joined or left (client id and host), partitions "
+            "moved against the sticky baseline and the minimum, the time since the "
+            "previous rebalance and the committed-offset progress."
+        ),
+        epilog=POSTMORTEM_EPILOG,
+        func=run_postmortem,
+    )
+    postmortem.add_argument("group", metavar="GROUP", help="consumer group id")
+    postmortem.add_argument("--since", metavar="T", help=f"from this time on; {TIME_HELP}")
+    postmortem.add_argument("--until", metavar="T", help=f"before this time; {TIME_HELP}")
+
+    owner = _parser(
+        subparsers,
+        "owner",
+        help="who owned a partition at a given time",
+        description="Print which member of which group owned TOPIC-PARTITION at time T.",
+        epilog=OWNER_EPILOG,
+        func=run_owner,
+    )
+    owner.add_argument("topic", metavar="TOPIC")
+    owner.add_argument("partition", metavar="PARTITION", type=_partition)
+    owner.add_argument("--at", metavar="T", required=True, help=TIME_HELP)
+    owner.add_argument("--group", metavar="G", help="only this consumer group")
+
+    storms = _parser(
+        subparsers,
+        "storms",
+        help="groups that rebalanced too often, worst first",
+        description="List rebalance storms: groups with many rebalances in a short window.",
+        epilog=STORMS_EPILOG,
+        func=run_storms,
+    )
+    storms.add_argument("--since", metavar="T", help=f"from this time on; {TIME_HELP}")
+    storms.add_argument("--until", metavar="T", help=f"before this time; {TIME_HELP}")
+    storms.add_argument(
+        "--window", metavar="D", default="10m", help="storm window: 90s, 10m, 1h (default 10m)"
+    )
+    storms.add_argument(
+        "--min-rebalances",
+        metavar="K",
+        type=_positive_int,
+        default=5,
+        help="rebalances within the window that make a storm (default 5)",
+    )
+
+
+def _parser(
+    subparsers: argparse._SubParsersAction,
+    name: str,
+    *,
+    help: str,
+    description: str,
+    epilog: str,
+    func: Callable[[argparse.Namespace], int],
+) -> argparse.ArgumentParser:
+    parser = subparsers.add_parser(
+        name,
+        help=help,
+        description=description,
+        epilog=epilog,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--json", action="store_true", help="print JSON for scripts")
+    add_database_url_argument(parser)
+    parser.set_defaults(func=func)
+    return parser
+
+
+def _partition(value: str) -> int:
+    if not value.isdigit():
+        raise argparse.ArgumentTypeError(f"a partition is a number ≥ 0, not {value!r}")
+    return int(value)
+
+
+def _positive_int(value: str) -> int:
+    if not value.isdigit() or int(value) < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number ≥ 1, not {value!r}")
+    return int(value)
+
+
+@reports_store_errors
+def run_postmortem(args: argparse.Namespace) -> int:
+    from services.postmortem import queries, render
+
+    since, until = _time_range(args)
+    return _answer(
+        args,
+        lambda conn: queries.timeline(conn, args.group, since, until),
+        lambda entries: render.timeline_json(args.group, entries),
+        lambda entries: render.timeline_text(args.group, entries),
+    )
+
+
+@reports_store_errors
+def run_owner(args: argparse.Namespace) -> int:
+    from services.postmortem import queries, render
+
+    at = _time(args.at, "--at")
+    return _answer(
+        args,
+        lambda conn: queries.owners(conn, args.topic, args.partition, at, args.group),
+        render.owners_json,
+        render.owners_text,
+    )
+
+
+@reports_store_errors
+def run_storms(args: argparse.Namespace) -> int:
+    from services.cli import UsageError
+    from services.postmortem import queries, render
+    from services.postmortem.timeparse import parse_duration
+
+    since, until = _time_range(args)
+    try:
+        window = parse_duration(args.window)
+    except ValueError as exc:
+        raise UsageError(f"--window: {exc}") from None
+    return _answer(
+        args,
+        lambda conn: queries.storms(conn, since, until, window, args.min_rebalances),
+        render.storms_json,
+        lambda found: (
+            render.storms_text(found)
+            or f"no storms: no group had {args.min_rebalances} rebalances within {args.window}"
+        ),
+    )
+
+
+def _answer(args: argparse.Namespace, ask, as_json, as_text) -> int:
+    """Run one query against the chosen database and print its answer."""
+    from services.postmortem.queries import NotFound
+    from services.store.database import open_database
+    from services.store.migrate import require_head
+
+    with open_database(args.database_url) as engine:
+        require_head(engine)
+        with engine.connect() as conn:
+            try:
+                answer = ask(conn)
+            except NotFound as exc:
+                print(f"groupscope {args.command}: {exc}", file=sys.stderr)
+                return 1
+    print(json.dumps(as_json(answer), indent=2) if args.json else as_text(answer))
+    return 0
+
+
+def _time(value: str, option: str):
+    from services.cli import UsageError
+    from services.postmortem.timeparse import parse_time
+
+    try:
+        return parse_time(value)
+    except ValueError as exc:
+        raise UsageError(f"{option}: {exc}") from None
+
+
+def _time_range(args: argparse.Namespace):
+    from services.cli import UsageError
+
+    since = _time(args.since, "--since") if args.since else None
+    until = _time(args.until, "--until") if args.until else None
+    if since and until and since >= until:
+        raise UsageError("--since must be earlier than --until")
+    return since, until

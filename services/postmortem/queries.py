@@ -1,0 +1,216 @@
+"""The postmortem questions, asked of the store's views (see migrations 0002).
+
+Each function takes a SQLAlchemy connection and returns plain dataclasses; rendering
+lives in `services.postmortem.render`. The SQL views are the single definition of each
+answer, so psql users and these commands always agree.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from sqlalchemy import Connection, text
+
+from services.postmortem.timeparse import iso
+
+FAR_PAST = datetime.fromisoformat("0001-01-01T00:00:00+00:00")
+FAR_FUTURE = datetime.fromisoformat("9999-12-31T00:00:00+00:00")
+
+
+class NotFound(LookupError):
+    """The question has no answer in the stored history; the message says why."""
+
+
+@dataclass(frozen=True)
+class MemberRef:
+    member: str
+    member_id: str
+    client_id: str | None
+    host: str | None
+
+
+@dataclass(frozen=True)
+class Moves:
+    actual: int
+    from_survivors: int
+    sticky_baseline: int | None
+    minimum: int | None
+    baseline_assignor: str | None
+    revoked: int
+    newly_assigned: int
+    cooperative_episode: bool
+
+    @property
+    def excess(self) -> int | None:
+        return None if self.sticky_baseline is None else self.actual - self.sticky_baseline
+
+
+@dataclass(frozen=True)
+class TimelineEntry:
+    generation: int
+    time: datetime
+    assignor: str | None
+    leader: str | None
+    members: list[str]
+    joined: list[MemberRef]
+    left: list[MemberRef]
+    moves: Moves | None
+    since_previous: timedelta | None
+    committed_progress: int | None
+
+
+@dataclass(frozen=True)
+class Ownership:
+    group: str
+    topic: str
+    partition: int
+    member: str
+    member_id: str
+    group_instance_id: str | None
+    client_id: str | None
+    host: str | None
+    generation: int
+    valid_from: datetime
+    valid_until: datetime | None
+
+
+@dataclass(frozen=True)
+class Storm:
+    group: str
+    rebalances: int
+    start: datetime
+    end: datetime
+
+
+def group_exists(conn: Connection, group: str) -> bool:
+    query = text("SELECT 1 FROM groups WHERE name = :group")
+    return conn.execute(query, {"group": group}).first() is not None
+
+
+def _require_group(conn: Connection, group: str) -> None:
+    if not group_exists(conn, group):
+        raise NotFound(f"unknown group {group!r}: it never appeared in __consumer_offsets")
+
+
+def timeline(
+    conn: Connection, group: str, since: datetime | None, until: datetime | None
+) -> list[TimelineEntry]:
+    """The group's generations with `since <= time < until`, oldest first."""
+    _require_group(conn, group)
+    rows = conn.execute(
+        text(
+            "SELECT * FROM group_timeline WHERE group_name = :group "
+            "AND time >= :since AND time < :until ORDER BY time, source_offset"
+        ),
+        {"group": group, "since": since or FAR_PAST, "until": until or FAR_FUTURE},
+    ).mappings()
+    entries = [_timeline_entry(row) for row in rows]
+    if not entries:
+        raise NotFound(f"no generations of group {group!r} {_range(since, until)}")
+    return entries
+
+
+def owners(
+    conn: Connection, topic: str, partition: int, at: datetime, group: str | None
+) -> list[Ownership]:
+    """Who owned `topic`-`partition` at `at`, in every group or in `group`."""
+    if group is not None:
+        _require_group(conn, group)
+    rows = conn.execute(
+        text(
+            "SELECT * FROM partition_ownership "
+            "WHERE topic = :topic AND partition = :partition "
+            "AND valid_from <= :at AND (valid_until IS NULL OR valid_until > :at) "
+            "AND (CAST(:group AS text) IS NULL OR group_name = :group) "
+            "ORDER BY group_name"
+        ),
+        {"topic": topic, "partition": partition, "at": at, "group": group},
+    ).mappings()
+    found = [
+        Ownership(
+            group=row["group_name"],
+            topic=row["topic"],
+            partition=row["partition"],
+            member=row["member"],
+            member_id=row["member_id"],
+            group_instance_id=row["group_instance_id"],
+            client_id=row["client_id"],
+            host=row["client_host"],
+            generation=row["generation"],
+            valid_from=row["valid_from"],
+            valid_until=row["valid_until"],
+        )
+        for row in rows
+    ]
+    if not found:
+        scope = f"in group {group!r}" if group else "in any group"
+        raise NotFound(f"{topic}-{partition} was not assigned {scope} at {iso(at)}")
+    return found
+
+
+def storms(
+    conn: Connection,
+    since: datetime | None,
+    until: datetime | None,
+    window: timedelta,
+    min_rebalances: int,
+) -> list[Storm]:
+    """Groups with at least `min_rebalances` rebalances within `window`, worst first."""
+    rows = conn.execute(
+        text("SELECT * FROM rebalance_storms_between(:since, :until, :window, :min)"),
+        {
+            "since": since or FAR_PAST,
+            "until": until or FAR_FUTURE,
+            "window": window,
+            "min": min_rebalances,
+        },
+    ).mappings()
+    return [
+        Storm(row["group_name"], row["rebalances"], row["storm_start"], row["storm_end"])
+        for row in rows
+    ]
+
+
+def _timeline_entry(row) -> TimelineEntry:
+    moves = None
+    if row["moves_actual"] is not None:
+        moves = Moves(
+            actual=row["moves_actual"],
+            from_survivors=row["moves_from_survivors"],
+            sticky_baseline=row["moves_sticky_baseline"],
+            minimum=row["moves_minimum"],
+            baseline_assignor=row["baseline_assignor"],
+            revoked=row["partitions_revoked"],
+            newly_assigned=row["partitions_newly_assigned"],
+            cooperative_episode=row["cooperative_episode"],
+        )
+    return TimelineEntry(
+        generation=row["generation"],
+        time=row["time"],
+        assignor=row["assignor"],
+        leader=row["leader"],
+        members=list(row["members"]),
+        joined=[MemberRef(**m) for m in row["joined_members"]],
+        left=[MemberRef(**m) for m in row["left_members"]],
+        moves=moves,
+        since_previous=row["since_previous"],
+        committed_progress=_int_or_none(row["committed_progress"]),
+    )
+
+
+def _int_or_none(value: object) -> int | None:
+    return None if value is None else int(value)
+
+
+def _range(since: datetime | None, until: datetime | None) -> str:
+    def when(moment: datetime) -> str:
+        return iso(moment.replace(microsecond=0))
+
+    if since and until:
+        return f"between {when(since)} and {when(until)}"
+    if since:
+        return f"since {when(since)}"
+    if until:
+        return f"before {when(until)}"
+    return "in the stored history"

@@ -1,0 +1,210 @@
+"""Rendering postmortem answers: aligned tables for people, JSON for scripts.
+
+The JSON shapes are contracts (issue 5): fields may be added, never renamed.
+- postmortem: {"group", "generations": [{"generation", "time", "assignor", "leader",
+  "members", "joined", "left", "moves": {"actual", "from_survivors",
+  "sticky_baseline", "minimum"} | null, ...}]}
+- storms: [{"group", "rebalances", "start", "end"}]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import timedelta
+
+from services.postmortem.queries import MemberRef, Moves, Ownership, Storm, TimelineEntry
+from services.postmortem.timeparse import iso
+
+MAX_LISTED = 3
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    """Columns padded to their widest cell; numbers right-aligned."""
+    cells = [[_cell(v) for v in row] for row in rows]
+    widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
+    numeric = [
+        all(isinstance(row[i], int) or row[i] is None for row in rows) for i in range(len(headers))
+    ]
+
+    def line(values: Sequence[str]) -> str:
+        padded = (
+            v.rjust(w) if num else v.ljust(w)
+            for v, w, num in zip(values, widths, numeric, strict=True)
+        )
+        return "  ".join(padded).rstrip()
+
+    return "\n".join([line(headers), *(line(r) for r in cells)])
+
+
+def duration(span: timedelta | None) -> str:
+    """A short human duration: 45s, 2m05s, 1h03m, 3d04h."""
+    if span is None:
+        return "-"
+    seconds = int(span.total_seconds())
+    if seconds < 60:
+        return f"{seconds}s"
+    minutes, seconds = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes}m{seconds:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    if hours < 24:
+        return f"{hours}h{minutes:02d}m"
+    days, hours = divmod(hours, 24)
+    return f"{days}d{hours:02d}h"
+
+
+def timeline_json(group: str, entries: Sequence[TimelineEntry]) -> dict:
+    return {"group": group, "generations": [_entry_json(e) for e in entries]}
+
+
+def timeline_text(group: str, entries: Sequence[TimelineEntry]) -> str:
+    rebalanced = [e for e in entries if e.moves is not None]
+    excess = sum(e.moves.excess or 0 for e in rebalanced)
+    summary = (
+        f"group {group}: {len(entries)} generations from {iso(entries[0].time)} "
+        f"to {iso(entries[-1].time)}; {len(rebalanced)} rebalances, "
+        f"{sum(e.moves.actual for e in rebalanced)} partition moves "
+        f"({excess} more than the sticky baseline)"
+    )
+    rows = [
+        (
+            iso(e.time),
+            e.generation,
+            e.assignor or "-",
+            e.leader or "-",
+            len(e.members),
+            _moves_text(e.moves),
+            duration(e.since_previous),
+            e.committed_progress,
+            _membership_text(e.joined, e.left),
+        )
+        for e in entries
+    ]
+    headers = (
+        "TIME",
+        "GEN",
+        "ASSIGNOR",
+        "LEADER",
+        "MEMBERS",
+        "MOVES act/surv/sticky/min",
+        "SINCE PREV",
+        "COMMITTED",
+        "JOINED (+) / LEFT (-)",
+    )
+    return f"{summary}\n\n{table(headers, rows)}"
+
+
+def owners_json(found: Sequence[Ownership]) -> list[dict]:
+    return [
+        {
+            "group": o.group,
+            "topic": o.topic,
+            "partition": o.partition,
+            "member": o.member,
+            "member_id": o.member_id,
+            "group_instance_id": o.group_instance_id,
+            "client_id": o.client_id,
+            "host": o.host,
+            "generation": o.generation,
+            "from": iso(o.valid_from),
+            "until": iso(o.valid_until),
+        }
+        for o in found
+    ]
+
+
+def owners_text(found: Sequence[Ownership]) -> str:
+    headers = ("GROUP", "MEMBER", "CLIENT ID", "HOST", "GEN", "FROM", "UNTIL")
+    rows = [
+        (
+            o.group,
+            o.member,
+            o.client_id or "-",
+            o.host or "-",
+            o.generation,
+            iso(o.valid_from),
+            iso(o.valid_until) or "(latest)",
+        )
+        for o in found
+    ]
+    return table(headers, rows)
+
+
+def storms_json(found: Sequence[Storm]) -> list[dict]:
+    return [
+        {"group": s.group, "rebalances": s.rebalances, "start": iso(s.start), "end": iso(s.end)}
+        for s in found
+    ]
+
+
+def storms_text(found: Sequence[Storm]) -> str:
+    """The storms as a table, or "" when there were none."""
+    if not found:
+        return ""
+    headers = ("GROUP", "REBALANCES", "START", "END", "DURATION")
+    rows = [
+        (s.group, s.rebalances, iso(s.start), iso(s.end), duration(s.end - s.start)) for s in found
+    ]
+    return table(headers, rows)
+
+
+def _entry_json(e: TimelineEntry) -> dict:
+    return {
+        "generation": e.generation,
+        "time": iso(e.time),
+        "assignor": e.assignor,
+        "leader": e.leader,
+        "members": e.members,
+        "joined": [m.member for m in e.joined],
+        "left": [m.member for m in e.left],
+        "moves": _moves_json(e.moves),
+        "joined_members": [_member_json(m) for m in e.joined],
+        "left_members": [_member_json(m) for m in e.left],
+        "since_previous_seconds": (
+            None if e.since_previous is None else e.since_previous.total_seconds()
+        ),
+        "committed_progress": e.committed_progress,
+    }
+
+
+def _moves_json(moves: Moves | None) -> dict | None:
+    if moves is None:
+        return None
+    return {
+        "actual": moves.actual,
+        "from_survivors": moves.from_survivors,
+        "sticky_baseline": moves.sticky_baseline,
+        "minimum": moves.minimum,
+        "excess": moves.excess,
+        "baseline_assignor": moves.baseline_assignor,
+        "revoked": moves.revoked,
+        "newly_assigned": moves.newly_assigned,
+        "cooperative_episode": moves.cooperative_episode,
+    }
+
+
+def _member_json(m: MemberRef) -> dict:
+    return {"member": m.member, "member_id": m.member_id, "client_id": m.client_id, "host": m.host}
+
+
+def _moves_text(moves: Moves | None) -> str:
+    if moves is None:
+        return "(first seen)"
+    parts = (moves.actual, moves.from_survivors, moves.sticky_baseline, moves.minimum)
+    text = "/".join("?" if p is None else str(p) for p in parts)
+    return f"{text} coop" if moves.cooperative_episode else text
+
+
+def _membership_text(joined: Sequence[MemberRef], left: Sequence[MemberRef]) -> str:
+    """`+c-2 (app@/10.0.0.2) -c-1 (app@/10.0.0.1)`, at most a few of each."""
+    parts: list[str] = []
+    for sign, members in (("+", joined), ("-", left)):
+        shown = [f"{sign}{m.member} ({m.client_id or '?'}@{m.host or '?'})" for m in members]
+        if len(shown) > MAX_LISTED:
+            shown = [*shown[:MAX_LISTED], f"{sign}{len(members) - MAX_LISTED} more"]
+        parts.extend(shown)
+    return " ".join(parts)
+
+
+def _cell(value: object) -> str:
+    return "-" if value is None else str(value)
