@@ -19,6 +19,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "services.codec.commands",
     "services.assignor.commands",
     "services.store.commands",
+    "services.postmortem.commands",
 )
 
 
