@@ -17,6 +17,7 @@ from services import __version__
 
 COMMAND_MODULES: tuple[str, ...] = (
     "services.codec.commands",
+    "services.demo.commands",
     "services.assignor.commands",
     "services.store.commands",
     "services.postmortem.commands",
