@@ -23,7 +23,9 @@ def test_compare_to_uses_utf16_code_units():
 def test_hashmap_iteration_order_matches_a_jvm():
     observed = {
         "consumer1 consumer2 consumer3": "consumer3 consumer2 consumer1",
-        "consumer-a consumer-b C0 C1 C2 member-7f3a member-0b9c": "member-0b9c member-7f3a consumer-b consumer-a C0 C1 C2",
+        "consumer-a consumer-b C0 C1 C2 member-7f3a member-0b9c": (
+            "member-0b9c member-7f3a consumer-b consumer-a C0 C1 C2"
+        ),
         " ".join(
             f"c{i:02d}" for i in range(20)
         ): "c00 c11 c10 c02 c13 c01 c12 c04 c15 c03 c14 c06 c17 c05 c16 c08 c19 c07 c18 c09",

@@ -1,0 +1,138 @@
+"""Churn math and the ``groupscope assign`` / ``groupscope whatif`` commands."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+
+from services.assignor import AssignmentError, assign, minimum_moves, moves
+from services.cli import main
+from tests.assignor.helpers import member, tps
+
+
+def test_moves_split_by_whether_the_previous_owner_stayed():
+    before = {"a": tps("t-0, t-1"), "b": tps("t-2, t-3"), "gone": tps("t-4")}
+    after = {"a": tps("t-0, t-2"), "b": tps("t-3, t-4"), "new": tps("t-1")}
+    assert moves(before, after).as_dict() == {"total": 3, "from_surviving": 2, "from_departed": 1}
+
+
+def test_partitions_only_on_one_side_are_not_moves():
+    assert moves({"a": tps("t-0")}, {"a": [], "b": tps("t-1")}).total == 0
+
+
+def test_minimum_moves_identical_subscriptions():
+    # 10 partitions, 3 members: shares 4, 3, 3. "a" owns 6, must give up 2 (it may keep 4).
+    before = {"a": tps("t-0, t-1, t-2, t-3, t-4, t-5"), "b": tps("t-6, t-7, t-8, t-9")}
+    least = minimum_moves(before, ["a", "b", "c"], {"t": 10})
+    assert least.as_dict() == {"total": 3, "from_surviving": 3, "from_departed": 0}
+
+
+def test_minimum_moves_counts_departed_and_unsubscribed_partitions():
+    before = {"a": tps("t-0, u-0"), "gone": tps("t-1")}
+    members = [member("a", ["t"]), member("b", ["t", "u"])]
+    least = minimum_moves(before, members, {"t": 2, "u": 1})
+    assert (least.from_surviving, least.from_departed) == (1, 1)
+
+
+def test_minimum_moves_is_never_above_stickys_moves():
+    counts = {"t1": 5, "t2": 3}
+    members = [member("a", ["t1"]), member("b", ["t1", "t2"]), member("c", ["t2"])]
+    before = assign("roundrobin", counts, members)
+    after = assign(
+        "sticky", counts, [{**m, "owned": before[m["id"]], "generation": 1} for m in members]
+    )
+    assert minimum_moves(before, members, counts).total <= moves(before, after).total
+
+
+def test_assign_raises_for_bad_input():
+    with pytest.raises(AssignmentError, match="unknown assignor"):
+        assign("fair", {"t": 1}, [member("a", ["t"])])
+    with pytest.raises(AssignmentError, match="negative"):
+        assign("range", {"t": -1}, [member("a", ["t"])])
+    with pytest.raises(AssignmentError, match="twice"):
+        assign("sticky", {"t": 2}, [member("a", ["t"], tps("t-0, t-0"))])
+    with pytest.raises(AssignmentError, match="appears twice"):
+        assign("sticky", {"t": 2}, [member("a", ["t"]), member("a", ["t"])])
+
+
+def run_cli(monkeypatch, capsys, argv, stdin):
+    monkeypatch.setattr("sys.stdin", io.StringIO(stdin))
+    code = main(argv)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_assign_command(monkeypatch, capsys):
+    scenario = {
+        "assignor": "range",
+        "partitions_per_topic": {"t": 3},
+        "members": [{"id": "C0", "topics": ["t"]}, {"id": "C1", "topics": ["t"]}],
+    }
+    code, out, _ = run_cli(monkeypatch, capsys, ["assign"], json.dumps(scenario))
+    assert code == 0
+    assert json.loads(out) == {"assignment": {"C0": [["t", 0], ["t", 1]], "C1": [["t", 2]]}}
+
+
+@pytest.mark.parametrize(
+    ("stdin", "reason"),
+    [
+        ('{"assignor": "nope", "members": []}', "unknown assignor"),
+        ("{not json", "malformed JSON"),
+        ('{"assignor": "range", "partitions_per_topic": {"t": -3}, "members": []}', "negative"),
+        (
+            '{"assignor": "sticky", "partitions_per_topic": {"t": 3}, "members": '
+            '[{"id": "a", "topics": ["t"], "owned": [["t", 1], ["t", 1]]}]}',
+            "twice",
+        ),
+    ],
+)
+def test_assign_command_rejects_bad_input(monkeypatch, capsys, stdin, reason):
+    code, out, err = run_cli(monkeypatch, capsys, ["assign"], stdin)
+    assert code == 2 and out == ""
+    assert reason in err and err.count("\n") == 1
+
+
+WHATIF = {
+    "partitions_per_topic": {"orders": 12},
+    "members": [{"id": f"c{i}", "topics": ["orders"]} for i in range(3)],
+    "steps": [{"join": {"id": "c3", "topics": ["orders"]}}, {"crash": "c0"}],
+}
+
+
+def test_whatif_json(monkeypatch, capsys):
+    code, out, _ = run_cli(monkeypatch, capsys, ["whatif", "--json"], json.dumps(WHATIF))
+    assert code == 0
+    steps = json.loads(out)["steps"]
+    assert [s["event"] for s in steps] == ["join c3", "crash c0"]
+    # A fourth member joining 12 partitions takes 3; sticky moves exactly those.
+    assert steps[0]["moves"]["sticky"]["total"] == 3 == steps[0]["minimum"]["total"]
+    # c0 held 3 or 4 partitions (a balanced 12/4 split: 3); all of them must move.
+    assert steps[1]["moves"]["sticky"]["from_departed"] == 3
+    assert steps[1]["moves"]["sticky"]["from_surviving"] == 0
+    assert steps[0]["moves"]["range"]["total"] > steps[0]["minimum"]["total"]
+
+
+def test_whatif_table(monkeypatch, capsys):
+    code, out, _ = run_cli(
+        monkeypatch, capsys, ["whatif", "--assignors", "range,sticky"], json.dumps(WHATIF)
+    )
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0].split() == ["step", "event", "members", "range", "sticky", "minimum"]
+    assert lines[1].split()[:3] == ["1", "join", "c3"]
+
+
+def test_whatif_rejects_unknown_members(monkeypatch, capsys):
+    bad = {**WHATIF, "steps": [{"leave": "nobody"}]}
+    code, _, err = run_cli(monkeypatch, capsys, ["whatif"], json.dumps(bad))
+    assert code == 2 and "nobody" in err
+
+
+@pytest.mark.parametrize("command", ["assign", "whatif"])
+def test_help_teaches(capsys, command):
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    out = capsys.readouterr().out
+    assert "examples:" in out and "groupscope " + command in out

@@ -1,0 +1,125 @@
+"""KIP-848 server-side assignors: ``uniform`` and ``server-range``."""
+
+from __future__ import annotations
+
+import pytest
+
+from services.assignor import PartitionAssignorError, assign, moves
+from tests.assignor.helpers import assert_balanced, assert_valid, member, tps
+
+
+def test_server_range_javadoc_example():
+    members = [member("M0", ["T1", "T2"]), member("M1", ["T1", "T2"])]
+    assert assign("server-range", {"T1": 3, "T2": 3}, members) == {
+        "M0": tps("T1-0, T1-1, T2-0, T2-1"),
+        "M1": tps("T1-2, T2-2"),
+    }
+
+
+def test_server_range_static_members_keep_ranges_across_new_member_ids():
+    """RangeAssignor javadoc: instance ids I0, I1 keep their ranges after a rolling bounce."""
+    before = [member("M0", ["T1", "T2"], instance="I0"), member("M1", ["T1", "T2"], instance="I1")]
+    after = [member("M3", ["T1", "T2"], instance="I0"), member("M2", ["T1", "T2"], instance="I1")]
+    first = assign("server-range", {"T1": 3, "T2": 3}, before)
+    second = assign("server-range", {"T1": 3, "T2": 3}, after)
+    assert second["M3"] == first["M0"] and second["M2"] == first["M1"]
+    dynamic = assign(
+        "server-range", {"T1": 3, "T2": 3}, [member("M3", ["T1", "T2"]), member("M2", ["T1", "T2"])]
+    )
+    assert dynamic["M2"] == first["M0"]
+
+
+def test_server_range_heterogeneous_counts_subscribers_per_topic():
+    members = [member("a", ["t1"]), member("b", ["t1", "t2"]), member("c", ["t2"])]
+    assert assign("server-range", {"t1": 3, "t2": 5}, members) == {
+        "a": tps("t1-0, t1-1"),
+        "b": tps("t1-2, t2-0, t2-1, t2-2"),
+        "c": tps("t2-3, t2-4"),
+    }
+
+
+def test_server_range_more_members_than_partitions():
+    members = [member(f"m{i}", ["t"]) for i in range(4)]
+    assert assign("server-range", {"t": 2}, members) == {
+        "m0": tps("t-0"),
+        "m1": tps("t-1"),
+        "m2": [],
+        "m3": [],
+    }
+
+
+@pytest.mark.parametrize("assignor", ["uniform", "server-range"])
+def test_subscribing_to_a_missing_topic_raises(assignor):
+    with pytest.raises(PartitionAssignorError, match="non-existent|doesn't exist"):
+        assign(assignor, {"t": 2}, [member("m", ["t", "ghost"])])
+
+
+def test_uniform_homogeneous_keeps_owned_partitions_within_quota():
+    counts = {"t1": 3, "t2": 3}
+    first = assign("uniform", counts, [member("A", ["t1", "t2"]), member("B", ["t1", "t2"])])
+    assert sorted(len(p) for p in first.values()) == [3, 3]
+    grown = {"t1": 6, "t2": 6}
+    second = assign(
+        "uniform",
+        grown,
+        [member("A", ["t1", "t2"], first["A"]), member("B", ["t1", "t2"], first["B"])],
+    )
+    assert moves(first, second).total == 0
+    assert sorted(len(p) for p in second.values()) == [6, 6]
+
+
+def test_uniform_homogeneous_gives_a_newcomer_its_share():
+    counts = {"t": 9}
+    before = assign("uniform", counts, [member("A", ["t"]), member("B", ["t"])])
+    after = assign(
+        "uniform",
+        counts,
+        [member("A", ["t"], before["A"]), member("B", ["t"], before["B"]), member("C", ["t"])],
+    )
+    assert [len(after[m]) for m in "ABC"] == [3, 3, 3]
+    assert set(after["A"]) <= set(before["A"]) and set(after["B"]) <= set(before["B"])
+
+
+def test_uniform_heterogeneous_balances_and_keeps_what_it_can():
+    """UniformHeterogeneousAssignmentBuilder's javadoc: with overlapping subscriptions the
+    result is "almost balanced" - each topic's subscribers differ by at most one."""
+    counts = {"t1": 6, "t2": 6}
+    members = [member("A", ["t1"]), member("B", ["t1", "t2"]), member("C", ["t2"])]
+    first = assign("uniform", counts, members)
+    assert_valid(first, counts, members)
+    assert_balanced(first, members)
+    sizes = {m: len(p) for m, p in first.items()}
+    assert abs(sizes["A"] - sizes["B"]) <= 1 and abs(sizes["B"] - sizes["C"]) <= 1
+    again = assign("uniform", counts, [{**m, "owned": first[m["id"]]} for m in members])
+    assert again == first
+
+
+def test_uniform_heterogeneous_revokes_unsubscribed_topics():
+    counts = {"t1": 4, "t2": 4}
+    members = [
+        member("A", ["t1"], tps("t1-0, t1-1, t2-0, t2-1")),
+        member("B", ["t1", "t2"], tps("t1-2, t1-3, t2-2, t2-3")),
+    ]
+    result = assign("uniform", counts, members)
+    assert_valid(result, counts, members)
+    assert all(t == "t1" for t, _ in result["A"])
+    assert set(tps("t1-0, t1-1")) <= set(result["A"])
+
+
+def test_uniform_where_kafka_uses_topic_ids():
+    """Kafka orders topics by UUID (HashSet iteration, or UUID as the last tie-break); we
+    use names. Which partitions a member gets may differ from Kafka then, but the result
+    is balanced and keeps every partition it can: both topics here tie on every other key."""
+    counts = {"x": 2, "y": 2}
+    members = [member("A", ["x"]), member("B", ["x", "y"]), member("C", ["y"])]
+    result = assign("uniform", counts, members)
+    assert_valid(result, counts, members)
+    assert_balanced(result, members)
+    again = assign("uniform", counts, [{**m, "owned": result[m["id"]]} for m in members])
+    assert moves(result, again).total == 0
+
+
+def test_server_side_rejects_a_partition_owned_twice():
+    members = [member("A", ["t"], tps("t-0")), member("B", ["t"], tps("t-0"))]
+    with pytest.raises(ValueError, match="owned by both"):
+        assign("uniform", {"t": 2}, members)
