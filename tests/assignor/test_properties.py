@@ -21,7 +21,7 @@ def group(subscriptions):
 
 
 @settings(max_examples=150, deadline=None)
-@given(counts_st, subs_st, st.sampled_from(CLIENT + ["uniform", "server-range"]))
+@given(counts_st, subs_st, st.sampled_from([*CLIENT, "uniform", "server-range"]))
 def test_every_partition_assigned_once_to_a_subscriber(counts, subscriptions, assignor):
     members = group(subscriptions)
     result = assign(assignor, counts, members)
@@ -29,7 +29,7 @@ def test_every_partition_assigned_once_to_a_subscriber(counts, subscriptions, as
 
 
 @settings(max_examples=150, deadline=None)
-@given(counts_st, subs_st, st.sampled_from(BALANCING + ["roundrobin"]))
+@given(counts_st, subs_st, st.sampled_from([*BALANCING, "roundrobin"]))
 def test_counts_differ_by_at_most_one_with_identical_subscriptions(counts, subscriptions, assignor):
     members = group([subscriptions[0]] * len(subscriptions))
     sizes = [len(p) for p in assign(assignor, counts, members).values()]
