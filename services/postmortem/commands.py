@@ -7,7 +7,7 @@ import json
 import sys
 from collections.abc import Callable
 
-from services.store.options import add_database_url_argument, reports_store_errors
+from services.store.options import add_database_url_argument, store_command
 
 TIME_HELP = "ISO 8601 (2026-03-01T12:00:00Z; no zone means UTC) or a time ago: 30m, 2h, 1d"
 
@@ -77,7 +77,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         func=run_owner,
     )
     owner.add_argument("topic", metavar="TOPIC")
-    owner.add_argument("partition", metavar="PARTITION", type=_partition)
+    owner.add_argument("partition", metavar="PARTITION", help="partition number")
     owner.add_argument("--at", metavar="T", required=True, help=TIME_HELP)
     owner.add_argument("--group", metavar="G", help="only this consumer group")
 
@@ -97,8 +97,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     storms.add_argument(
         "--min-rebalances",
         metavar="K",
-        type=_positive_int,
-        default=5,
+        default="5",
         help="rebalances within the window that make a storm (default 5)",
     )
 
@@ -125,19 +124,15 @@ def _parser(
     return parser
 
 
-def _partition(value: str) -> int:
-    if not value.isdigit():
-        raise argparse.ArgumentTypeError(f"a partition is a number ≥ 0, not {value!r}")
+def _whole_number(value: str, what: str, minimum: int) -> int:
+    from services.cli import UsageError
+
+    if not value.isdigit() or int(value) < minimum:
+        raise UsageError(f"{what} must be a whole number ≥ {minimum}, not {value!r}")
     return int(value)
 
 
-def _positive_int(value: str) -> int:
-    if not value.isdigit() or int(value) < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number ≥ 1, not {value!r}")
-    return int(value)
-
-
-@reports_store_errors
+@store_command
 def run_postmortem(args: argparse.Namespace) -> int:
     from services.postmortem import queries, render
 
@@ -150,37 +145,39 @@ def run_postmortem(args: argparse.Namespace) -> int:
     )
 
 
-@reports_store_errors
+@store_command
 def run_owner(args: argparse.Namespace) -> int:
     from services.postmortem import queries, render
 
+    partition = _whole_number(args.partition, "PARTITION", 0)
     at = _time(args.at, "--at")
     return _answer(
         args,
-        lambda conn: queries.owners(conn, args.topic, args.partition, at, args.group),
+        lambda conn: queries.owners(conn, args.topic, partition, at, args.group),
         render.owners_json,
         render.owners_text,
     )
 
 
-@reports_store_errors
+@store_command
 def run_storms(args: argparse.Namespace) -> int:
     from services.cli import UsageError
     from services.postmortem import queries, render
     from services.postmortem.timeparse import parse_duration
 
     since, until = _time_range(args)
+    minimum = _whole_number(args.min_rebalances, "--min-rebalances", 1)
     try:
         window = parse_duration(args.window)
     except ValueError as exc:
         raise UsageError(f"--window: {exc}") from None
     return _answer(
         args,
-        lambda conn: queries.storms(conn, since, until, window, args.min_rebalances),
+        lambda conn: queries.storms(conn, since, until, window, minimum),
         render.storms_json,
         lambda found: (
             render.storms_text(found)
-            or f"no storms: no group had {args.min_rebalances} rebalances within {args.window}"
+            or f"no storms: no group had {minimum} rebalances within {args.window}"
         ),
     )
 

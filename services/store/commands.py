@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from services.store.options import add_database_url_argument, reports_store_errors
+from services.store.options import add_database_url_argument, store_command
 
 UPGRADE_EPILOG = """\
 examples:
@@ -40,7 +40,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     upgrade.set_defaults(func=run_upgrade)
 
 
-@reports_store_errors
+@store_command
 def run_upgrade(args: argparse.Namespace) -> int:
     from services.store.database import (
         check_server,

@@ -23,32 +23,34 @@ DATABASE_URL_HELP = (
 )
 
 
-def postgres_url(value: str) -> str:
-    """argparse type: a PostgreSQL URL, or a one-line reason why not."""
-    if not value.startswith(URL_SCHEMES):
-        raise argparse.ArgumentTypeError(
-            "expected a PostgreSQL URL such as postgresql://user@host:5432/dbname"
-        )
-    return value
-
-
 def add_database_url_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--database-url",
-        type=postgres_url,
         default=os.environ.get(DATABASE_URL_ENV) or None,
         metavar="URL",
         help=DATABASE_URL_HELP,
     )
 
 
-def reports_store_errors(
+def store_command(
     command: Callable[[argparse.Namespace], int],
 ) -> Callable[[argparse.Namespace], int]:
-    """Turn a store error (database down, too old) into one line on stderr and exit 1."""
+    """Wrap a command that uses the store.
+
+    A malformed `--database-url` is bad input (exit 2); a store error (database down,
+    too old, not migrated) is one line on stderr and exit 1.
+    """
 
     @functools.wraps(command)
     def run(args: argparse.Namespace) -> int:
+        from services.cli import UsageError
+
+        url = args.database_url
+        if url is not None and not url.startswith(URL_SCHEMES):
+            raise UsageError(
+                "--database-url: expected a PostgreSQL URL such as "
+                "postgresql://user@host:5432/dbname"
+            )
         try:
             return command(args)
         except StoreError as exc:

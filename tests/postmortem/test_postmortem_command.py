@@ -1,0 +1,170 @@
+"""`groupscope postmortem GROUP`: the timeline, as a table and as the JSON contract."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from tests.fixtures.batches import at, batch, generation, member
+from tests.postmortem.histories import Run, ago, run_json, write
+
+CONTRACT_KEYS = {"generation", "time", "assignor", "leader", "members", "joined", "left", "moves"}
+MOVES_KEYS = {"actual", "from_survivors", "sticky_baseline", "minimum"}
+
+
+@pytest.mark.usefixtures("billing")
+def test_json_timeline_follows_the_contract(run: Run) -> None:
+    answer = run_json(run, "postmortem", "billing")
+    assert answer["group"] == "billing"
+    gens = answer["generations"]
+    assert [g["generation"] for g in gens] == [1, 2, 3]
+    assert all(g.keys() >= CONTRACT_KEYS for g in gens)
+    assert [g["time"] for g in gens] == [
+        "2026-03-01T12:00:00Z",
+        "2026-03-01T12:05:00Z",
+        "2026-03-01T13:05:00Z",
+    ]
+    assert gens[0]["moves"] is None
+    assert [g["members"] for g in gens] == [
+        ["app-1", "app-2"],
+        ["app-1", "app-2", "app-3"],
+        ["app-1", "app-3"],
+    ]
+    assert [(g["joined"], g["left"]) for g in gens] == [
+        ([], []),
+        (["app-3"], []),
+        ([], ["app-2"]),
+    ]
+    moves = [{k: g["moves"][k] for k in MOVES_KEYS} for g in gens[1:]]
+    assert moves == [
+        {"actual": 6, "from_survivors": 4, "sticky_baseline": 4, "minimum": 4},
+        {"actual": 4, "from_survivors": 2, "sticky_baseline": 4, "minimum": 4},
+    ]
+    assert all(g["assignor"] == "range" and g["leader"] == "app-1" for g in gens)
+
+
+@pytest.mark.usefixtures("billing")
+def test_json_timeline_adds_member_details_gaps_and_offset_progress(run: Run) -> None:
+    gens = run_json(run, "postmortem", "billing")["generations"]
+    assert gens[1]["joined_members"] == [
+        {"member": "app-3", "member_id": "app-3", "client_id": "app", "host": "/10.0.0.3"}
+    ]
+    assert gens[2]["left_members"][0]["host"] == "/10.0.0.2"
+    assert [g["since_previous_seconds"] for g in gens] == [None, 300.0, 3600.0]
+    # Partition 0 went 100 -> 500 during generation 2 and 500 -> 900 during generation 3.
+    assert [g["committed_progress"] for g in gens] == [0, 400, 400]
+
+
+@pytest.mark.usefixtures("billing")
+def test_table_for_people_is_aligned(run: Run) -> None:
+    status, out, _ = run("postmortem", "billing")
+    assert status == 0
+    lines = out.splitlines()
+    assert lines[0].startswith("group billing: 3 generations")
+    assert "2 rebalances, 10 partition moves (2 more than the sticky baseline)" in lines[0]
+    header, *rows = lines[2:]
+    assert len(rows) == 3
+    assignor_column = header.index("ASSIGNOR")
+    assert all(row[assignor_column:].startswith("range") for row in rows)
+    assert "(first seen)" in rows[0]
+    assert "6/4/4/4" in rows[1] and "+app-3 (app@/10.0.0.3)" in rows[1]
+    assert "-app-2 (app@/10.0.0.2)" in rows[2]
+
+
+@pytest.mark.usefixtures("billing")
+def test_since_and_until_limit_the_timeline(run: Run) -> None:
+    answer = run_json(
+        run,
+        "postmortem",
+        "billing",
+        "--since",
+        "2026-03-01T12:01:00Z",
+        "--until",
+        "2026-03-01T13:05",
+    )
+    assert [g["generation"] for g in answer["generations"]] == [2]
+    # Joins and moves still compare with the generation before the range.
+    assert answer["generations"][0]["joined"] == ["app-3"]
+
+
+def test_relative_times_count_back_from_now(run: Run, database_url: str) -> None:
+    now = datetime.now(UTC)
+    gens = [
+        generation(n, n, [member(f"c-{n}", {"t": [0]})], time=when)
+        for n, when in enumerate(ago(now, 3, 1.5, 0.25), start=1)
+    ]
+    write(database_url, batch(1, generations=gens))
+    assert [
+        g["generation"]
+        for g in run_json(run, "postmortem", "billing", "--since", "2h")["generations"]
+    ] == [2, 3]
+    assert [
+        g["generation"]
+        for g in run_json(run, "postmortem", "billing", "--since", "30m")["generations"]
+    ] == [3]
+    assert [
+        g["generation"]
+        for g in run_json(run, "postmortem", "billing", "--until", "1h")["generations"]
+    ] == [1, 2]
+
+
+@pytest.mark.usefixtures("billing")
+def test_unknown_group_exits_1_with_a_clear_message(run: Run) -> None:
+    status, out, err = run("postmortem", "payments")
+    assert (status, out) == (1, "")
+    assert err == (
+        "groupscope postmortem: unknown group 'payments': it never appeared in __consumer_offsets\n"
+    )
+
+
+@pytest.mark.usefixtures("billing")
+def test_empty_range_exits_1_with_a_clear_message(run: Run) -> None:
+    status, _, err = run("postmortem", "billing", "--since", "2026-03-02T00:00:00Z")
+    assert status == 1
+    assert "no generations of group 'billing' since 2026-03-02T00:00:00Z" in err
+
+
+def test_a_group_with_commits_but_no_generations_is_an_empty_range(
+    run: Run, database_url: str
+) -> None:
+    from tests.fixtures.batches import commit
+
+    write(database_url, batch(1, offsets=[commit(5, 1, group="etl", time=at(0))]))
+    status, _, err = run("postmortem", "etl")
+    assert status == 1
+    assert "no generations of group 'etl'" in err
+
+
+@pytest.mark.parametrize(
+    ("args", "reason"),
+    [
+        (["--since", "yesterday"], "--since: not a time: 'yesterday'"),
+        (["--until", "5 parsecs"], "--until: not a time"),
+        (["--since", "1h", "--until", "2h"], "--since must be earlier than --until"),
+    ],
+)
+def test_bad_times_exit_2_with_one_line(run: Run, args: list[str], reason: str) -> None:
+    status, out, err = run("postmortem", "billing", *args)
+    assert (status, out) == (2, "")
+    assert err.startswith(f"groupscope postmortem: {reason}")
+    assert err.count("\n") == 1
+
+
+def test_a_database_without_the_schema_says_to_upgrade(
+    empty_database_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from services.cli import main
+
+    assert main(["postmortem", "billing", "--database-url", empty_database_url]) == 1
+    assert "run 'groupscope db upgrade' first" in capsys.readouterr().err
+
+
+def test_help_teaches_with_examples(capsys: pytest.CaptureFixture[str]) -> None:
+    from services.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["postmortem", "--help"])
+    out = capsys.readouterr().out
+    assert "groupscope postmortem billing --since 2h" in out
+    assert "--database-url" in out and "GROUPSCOPE_DATABASE_URL" in out
