@@ -3,6 +3,9 @@
 They answer the postmortem questions in plain SQL, for psql or Grafana's PostgreSQL
 data source; the `groupscope postmortem`, `owner` and `storms` commands read them too.
 
+- `members_missing_from(generation_pk, other_pk)`: the members of one generation that
+  are not in the other, as a JSON array (so joined = missing_from(this, previous) and
+  left = missing_from(previous, this)).
 - `group_timeline`: one row per generation with its time, assignor, leader, members,
   the members that joined and left since the previous generation (objects with
   member, member_id, client_id and host; a member is its group instance id when it has
@@ -30,6 +33,23 @@ down_revision: str | Sequence[str] | None = "0001"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
+MEMBERS_MISSING_FUNCTION = """
+CREATE FUNCTION members_missing_from(generation bigint, other bigint) RETURNS jsonb
+LANGUAGE sql STABLE AS $$
+    SELECT coalesce(jsonb_agg(jsonb_build_object(
+               'member', coalesce(m.group_instance_id, m.member_id),
+               'member_id', m.member_id, 'client_id', m.client_id, 'host', m.client_host)
+           ORDER BY coalesce(m.group_instance_id, m.member_id)), '[]')
+    FROM generation_members m
+    WHERE m.generation_pk = generation
+      AND NOT EXISTS (
+          SELECT 1 FROM generation_members o
+          WHERE o.generation_pk = other
+            AND coalesce(o.group_instance_id, o.member_id)
+                = coalesce(m.group_instance_id, m.member_id))
+$$
+"""
+
 GROUP_TIMELINE = """
 CREATE VIEW group_timeline AS
 SELECT
@@ -45,8 +65,10 @@ SELECT
     g.source_offset,
     g.time - g.previous_time AS since_previous,
     members.keys AS members,
-    joined.members AS joined_members,
-    departed.members AS left_members,
+    CASE WHEN g.previous_pk IS NULL THEN '[]'::jsonb
+         ELSE members_missing_from(g.id, g.previous_pk) END AS joined_members,
+    CASE WHEN g.previous_pk IS NULL THEN '[]'::jsonb
+         ELSE members_missing_from(g.previous_pk, g.id) END AS left_members,
     r.from_generation,
     r.elapsed AS rebalance_elapsed,
     r.partitions_moved AS moves_actual,
@@ -76,33 +98,6 @@ CROSS JOIN LATERAL (
     FROM generation_members m
     WHERE m.generation_pk = g.id
 ) members
-CROSS JOIN LATERAL (
-    SELECT coalesce(jsonb_agg(jsonb_build_object(
-               'member', coalesce(m.group_instance_id, m.member_id),
-               'member_id', m.member_id, 'client_id', m.client_id, 'host', m.client_host)
-           ORDER BY coalesce(m.group_instance_id, m.member_id)), '[]') AS members
-    FROM generation_members m
-    WHERE g.previous_pk IS NOT NULL
-      AND m.generation_pk = g.id
-      AND NOT EXISTS (
-          SELECT 1 FROM generation_members p
-          WHERE p.generation_pk = g.previous_pk
-            AND coalesce(p.group_instance_id, p.member_id)
-                = coalesce(m.group_instance_id, m.member_id))
-) joined
-CROSS JOIN LATERAL (
-    SELECT coalesce(jsonb_agg(jsonb_build_object(
-               'member', coalesce(p.group_instance_id, p.member_id),
-               'member_id', p.member_id, 'client_id', p.client_id, 'host', p.client_host)
-           ORDER BY coalesce(p.group_instance_id, p.member_id)), '[]') AS members
-    FROM generation_members p
-    WHERE p.generation_pk = g.previous_pk
-      AND NOT EXISTS (
-          SELECT 1 FROM generation_members m
-          WHERE m.generation_pk = g.id
-            AND coalesce(m.group_instance_id, m.member_id)
-                = coalesce(p.group_instance_id, p.member_id))
-) departed
 LEFT JOIN LATERAL (
     SELECT sum(e.committed_offset - s.committed_offset) AS committed_progress
     FROM (
@@ -200,6 +195,7 @@ SELECT * FROM rebalance_storms_between('-infinity', 'infinity', interval '10 min
 
 
 def upgrade() -> None:
+    op.execute(MEMBERS_MISSING_FUNCTION)
     op.execute(GROUP_TIMELINE)
     op.execute(PARTITION_OWNERSHIP)
     op.execute(STORMS_FUNCTION)
@@ -213,3 +209,4 @@ def downgrade() -> None:
     )
     op.execute("DROP VIEW partition_ownership")
     op.execute("DROP VIEW group_timeline")
+    op.execute("DROP FUNCTION members_missing_from(bigint, bigint)")

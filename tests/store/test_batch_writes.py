@@ -7,20 +7,11 @@ from hypothesis import strategies as st
 from sqlalchemy import Engine, text
 
 from services.store.batch import DecodeFailure, GroupEvent, SourceProgress
+from services.store.models import Base
 from services.store.repository import HistoryStore
 from tests.fixtures.batches import at, batch, churn, commit, generation, member
 
-TABLES = (
-    "groups",
-    "generations",
-    "generation_members",
-    "assignments",
-    "rebalances",
-    "committed_offsets",
-    "offset_history",
-    "decode_failures",
-    "pipeline_progress",
-)
+TABLES = [table.name for table in Base.metadata.sorted_tables]
 
 
 def snapshot(engine: Engine) -> dict[str, list[tuple]]:

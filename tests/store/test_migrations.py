@@ -4,23 +4,13 @@ from __future__ import annotations
 
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
-from sqlalchemy import inspect
+from sqlalchemy import inspect, text
 
 from services.store.database import create_store_engine
 from services.store.migrate import current_revision, downgrade, head_revision, upgrade
 from services.store.models import Base
 
-TABLES = {
-    "groups",
-    "generations",
-    "generation_members",
-    "assignments",
-    "rebalances",
-    "committed_offsets",
-    "offset_history",
-    "decode_failures",
-    "pipeline_progress",
-}
+TABLES = set(Base.metadata.tables)
 
 
 def test_upgrade_empty_database_to_head_and_downgrade_back(empty_database_url: str) -> None:
@@ -40,6 +30,12 @@ def test_upgrade_empty_database_to_head_and_downgrade_back(empty_database_url: s
         inspector = inspect(engine)
         assert set(inspector.get_table_names()) <= {"alembic_version"}
         assert inspector.get_view_names() == []
+        with engine.connect() as conn:
+            functions = conn.execute(
+                text("SELECT proname FROM pg_proc WHERE proname = ANY(:names)"),
+                {"names": ["members_missing_from", "rebalance_storms_between"]},
+            ).all()
+        assert functions == []
         assert current_revision(engine) is None
     finally:
         engine.dispose()
