@@ -2,9 +2,10 @@
 
 Each assignor keeps its own assignment from step to step: members report what it gave
 them as their owned partitions, with the generation bumped each rebalance. A
-``cooperative-sticky`` step is one rebalance episode of two rounds: the first revokes what
-must move, the second hands it out. ``leave`` and ``crash`` both drop the member; they
-differ in how quickly Kafka notices, not in the assignment.
+``cooperative-sticky`` step is one rebalance episode: the first round revokes what must
+move, the next hands it out (and, rarely, revokes more), until a round revokes nothing.
+``leave`` and ``crash`` both drop the member; they differ in how quickly Kafka notices,
+not in the assignment.
 """
 
 from __future__ import annotations
@@ -90,10 +91,23 @@ class _Group:
         return assign(assignor, self.counts, members, self.racks)
 
 
+MAX_COOPERATIVE_ROUNDS = 10
+
+
+def _revokes(before: Mapping[str, list], after: Mapping[str, list]) -> bool:
+    return any(not set(parts) <= set(after.get(m, ())) for m, parts in before.items() if m in after)
+
+
 def _rebalance(group: _Group, assignor: str, current: dict, generation: int) -> dict:
+    """One rebalance episode. Under cooperative-sticky a round that revokes partitions makes
+    the members rejoin at once, as Kafka's consumers do, until a round revokes nothing."""
     result = group.run(assignor, current, generation)
-    if assignor == "cooperative-sticky":
-        result = group.run(assignor, result, generation + 1)
+    rounds = 1
+    while assignor == "cooperative-sticky" and rounds < MAX_COOPERATIVE_ROUNDS:
+        if not _revokes({m: current.get(m, []) for m in result}, result):
+            break
+        current, result = result, group.run(assignor, result, generation + rounds)
+        rounds += 1
     return result
 
 
@@ -117,7 +131,7 @@ def replay(scenario: Mapping, assignors: Sequence[str] | None = None) -> list[di
         row_minimum: dict[str, Moves] = {}
         for a in chosen:
             row_minimum[a] = minimum_moves(state[a], list(group.members.values()), group.counts)
-            after = _rebalance(group, a, state[a], 2 * number)
+            after = _rebalance(group, a, state[a], MAX_COOPERATIVE_ROUNDS * number)
             row_moves[a] = moves(state[a], after)
             state[a] = after
         rows.append(
