@@ -55,5 +55,5 @@ def assign(
     if assignor in ("sticky", "cooperative-sticky"):
         return assign_sticky(counts, group, racks, cooperative=assignor == "cooperative-sticky")
     if assignor == "uniform":
-        return assign_uniform(counts, group)
+        return assign_uniform(counts, group, racks)
     return assign_server_range(counts, group)

@@ -123,3 +123,71 @@ def test_server_side_rejects_a_partition_owned_twice():
     members = [member("A", ["t"], tps("t-0")), member("B", ["t"], tps("t-0"))]
     with pytest.raises(ValueError, match="owned by both"):
         assign("uniform", {"t": 2}, members)
+
+
+# UniformHomogeneousAssignmentBuilderTest. Kafka's tests put members in a TreeMap (A, B,
+# C); a HashMap of "A", "B", "C" (hashes 65, 66, 67) iterates in the same order.
+
+
+def test_uniform_more_members_than_partitions():
+    members = [member(m, ["topic3"]) for m in "ABC"]
+    assert assign("uniform", {"topic3": 2}, members) == {
+        "A": [],
+        "B": tps("topic3-0"),
+        "C": tps("topic3-1"),
+    }
+
+
+def test_uniform_first_assignment_gives_the_extra_to_the_last_member():
+    """Kafka: A gets 2, B gets 3. Which topic's partitions go first follows topic ids in
+    Kafka (topic3 there) and names here, so only the counts are Kafka's exact answer."""
+    members = [member(m, ["topic1", "topic3"]) for m in "AB"]
+    result = assign("uniform", {"topic1": 3, "topic3": 2}, members)
+    assert (len(result["A"]), len(result["B"])) == (2, 3)
+
+
+def test_uniform_unbalanced_previous_assignment():
+    members = [
+        member("A", ["topic1", "topic2"], tps("topic1-0, topic1-1, topic2-0, topic2-1")),
+        member("B", ["topic1", "topic2"], tps("topic1-2, topic2-2")),
+    ]
+    assert assign("uniform", {"topic1": 3, "topic2": 3}, members) == {
+        "A": tps("topic1-0, topic1-1, topic2-0"),
+        "B": tps("topic1-2, topic2-1, topic2-2"),
+    }
+
+
+def test_uniform_member_added_after_initial_assignment():
+    members = [
+        member("A", ["topic1", "topic2"], tps("topic1-0, topic1-2, topic2-0")),
+        member("B", ["topic1", "topic2"], tps("topic1-1, topic2-1, topic2-2")),
+        member("C", ["topic1", "topic2"]),
+    ]
+    assert assign("uniform", {"topic1": 3, "topic2": 3}, members) == {
+        "A": tps("topic1-0, topic1-2"),
+        "B": tps("topic1-1, topic2-1"),
+        "C": tps("topic2-0, topic2-2"),
+    }
+
+
+def test_uniform_partitions_added():
+    """Kafka: A keeps its 3 and reaches 5, B keeps its 3 and reaches 6 (the extra goes to
+    the last unfilled member). Which new partitions go where follows topic ids in Kafka."""
+    members = [
+        member("A", ["topic1", "topic2"], tps("topic1-0, topic1-2, topic2-0")),
+        member("B", ["topic1", "topic2"], tps("topic1-1, topic2-1, topic2-2")),
+    ]
+    result = assign("uniform", {"topic1": 6, "topic2": 5}, members)
+    assert (len(result["A"]), len(result["B"])) == (5, 6)
+    assert set(members[0]["owned"]) <= set(result["A"])
+    assert set(members[1]["owned"]) <= set(result["B"])
+
+
+def test_uniform_rack_aware_keeps_only_partitions_on_the_members_rack():
+    racks = {"t": [["r1"], ["r2"], ["r1"], ["r2"]]}
+    members = [
+        member("A", ["t"], tps("t-0, t-1"), rack="r1"),
+        member("B", ["t"], tps("t-2, t-3"), rack="r2"),
+    ]
+    result = assign("uniform", {"t": 4}, members, racks)
+    assert sorted(result["A"]) == tps("t-0, t-2") and sorted(result["B"]) == tps("t-1, t-3")
