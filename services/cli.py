@@ -18,6 +18,7 @@ from services import __version__
 COMMAND_MODULES: tuple[str, ...] = (
     "services.codec.commands",
     "services.demo.commands",
+    "spark_jobs.commands",
     "services.assignor.commands",
     "services.store.commands",
     "services.postmortem.commands",

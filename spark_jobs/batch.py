@@ -1,0 +1,271 @@
+"""One micro-batch: decode, check coordinator partitions, track generations, write.
+
+Runs as `foreachBatch`. Offset commits (the bulk) are decoded by Spark SQL
+(`offset_columns`) and reduced to the latest commit per (group, topic, partition) before
+anything reaches the driver. Everything else is a small remainder: group records, flexible
+or malformed records. It is collected in log order and decoded with the codec on the
+driver, where the generation tracker keeps each group's last generation. The whole batch
+is written in one store transaction, and replaying a batch is a no-op.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from services.codec import DecodeError, decode_record, partition_for
+from services.store.batch import BatchWrite, DecodeFailure, OffsetCommit, SourceProgress
+from services.store.repository import HistoryStore
+from services.store.retry import RetryPolicy
+from services.store.snapshots import LatestGeneration
+from spark_jobs.generations import GenerationTracker, Position, Snapshot, identity, to_datetime
+from spark_jobs.offset_columns import decode_offset_commits
+
+log = logging.getLogger("groupscope.stream")
+
+
+def source_columns() -> list:
+    """The source's columns, renamed so that they cannot clash with decoded fields."""
+    return [
+        F.col("partition").alias("source_partition"),
+        F.col("offset").alias("source_offset"),
+        F.col("timestamp").alias("source_time"),
+        "key",
+        "value",
+    ]
+
+
+@dataclass
+class BatchStats:
+    """What a batch did: pipeline health for the logs and the exporter."""
+
+    batch_id: int = -1
+    records: int = 0
+    offset_commits: int = 0
+    group_records: int = 0
+    generations: int = 0
+    failures: Counter[str] = field(default_factory=Counter)
+    seconds: float = 0.0
+    end_offsets: dict[int, int] = field(default_factory=dict)
+
+
+def snapshot_of(latest: LatestGeneration) -> Snapshot:
+    """A stored generation as the tracker's starting point."""
+    assignment, topics = {}, {}
+    for m in latest.members:
+        ident = identity(m.member_id, m.group_instance_id)
+        assignment[ident] = [(t, p) for t, ps in sorted(m.assignment.items()) for p in ps]
+        topics[ident] = tuple(m.subscribed_topics)
+    position = Position(latest.source_partition, latest.source_offset, latest.time)
+    return Snapshot(latest.generation, position, assignment, topics, latest.assignor)
+
+
+def failure_reason(exc: DecodeError) -> str:
+    """A short, bounded label for counting: what failed, without offsets or lengths."""
+    reason = exc.reason.split(":")[0].split(" ")[0:3]
+    return f"{exc.message or 'record'}: {' '.join(reason)}"
+
+
+def _commit(row: dict[str, Any]) -> OffsetCommit:
+    return OffsetCommit(
+        group=row["group"],
+        topic=row["topic"],
+        partition=row["partition_id"],
+        offset=row["committed_offset"],
+        source_partition=row["source_partition"],
+        source_offset=row["source_offset"],
+        commit_time=to_datetime(row["commit_ms"]),
+        leader_epoch=row["leader_epoch"],
+        metadata=row["metadata"],
+        expire_time=to_datetime(row["expire_ms"]),
+    )
+
+
+class BatchProcessor:
+    """The foreachBatch function, with the state that lives between batches."""
+
+    def __init__(
+        self,
+        store: HistoryStore,
+        source: str,
+        offsets_partitions: int,
+        known: dict[str, LatestGeneration] | None = None,
+        retry: RetryPolicy | None = None,
+    ) -> None:
+        self.store = store
+        self.source = source
+        self.offsets_partitions = offsets_partitions
+        self.tracker = GenerationTracker({g: snapshot_of(s) for g, s in (known or {}).items()})
+        self.retry = retry or RetryPolicy()
+        self.mismatched: dict[str, tuple[int, int]] = {}
+        self.last = BatchStats()
+        self.batches = 0
+
+    def __call__(self, df: DataFrame, batch_id: int) -> None:
+        started = time.perf_counter()
+        decoded = df.select(*source_columns(), *decode_offset_commits()).persist()
+        try:
+            batch, stats = self._build(decoded, batch_id)
+        finally:
+            decoded.unpersist()
+        self.retry.run(lambda: self.store.write_batch(batch))
+        stats.seconds = time.perf_counter() - started
+        self.last = stats
+        self.batches += 1
+        log.info(
+            "batch %d: %d records (%d offset commits, %d group records), %d generations, "
+            "%d failures, %.2fs",
+            batch_id,
+            stats.records,
+            stats.offset_commits,
+            stats.group_records,
+            stats.generations,
+            sum(stats.failures.values()),
+            stats.seconds,
+        )
+
+    def _build(self, df: DataFrame, batch_id: int) -> tuple[BatchWrite, BatchStats]:
+        stats = BatchStats(batch_id=batch_id)
+        progress = (
+            df.groupBy("source_partition")
+            .agg(F.max("source_offset").alias("last"), F.count("*").alias("n"))
+            .collect()
+        )
+        stats.records = sum(r["n"] for r in progress)
+        stats.end_offsets = {r["source_partition"]: r["last"] for r in progress}
+        if not stats.records:
+            return BatchWrite(batch_id, self.source, datetime.now(UTC)), stats
+
+        fast = df.where("fast_ok")
+        latest = (
+            fast.groupBy("group", "topic", "partition_id")
+            .agg(
+                F.max_by(
+                    F.struct(
+                        "committed_offset",
+                        "leader_epoch",
+                        "metadata",
+                        "commit_ms",
+                        "expire_ms",
+                        "source_partition",
+                        "source_offset",
+                    ),
+                    "source_offset",
+                ).alias("c"),
+                F.count("*").alias("n"),
+            )
+            .select("group", "topic", "partition_id", "c.*", "n")
+        )
+        offsets: dict[tuple[str, str, int], OffsetCommit] = {}
+        for row in latest.toArrow().to_pylist():
+            stats.offset_commits += row["n"]
+            offsets[(row["group"], row["topic"], row["partition_id"])] = _commit(row)
+        for row in fast.select("group", "source_partition").distinct().collect():
+            self._check_partition(row["group"], row["source_partition"])
+
+        remainder = (
+            df.where("NOT fast_ok")
+            .select("source_partition", "source_offset", "source_time", "key", "value")
+            .orderBy("source_partition", "source_offset")
+            .toArrow()
+            .to_pylist()
+        )
+        failures = self._remainder(remainder, offsets, stats)
+        generations, events = self.tracker.drain()
+        stats.generations = len(generations)
+        batch = BatchWrite(
+            batch_id=batch_id,
+            source=self.source,
+            batch_time=datetime.now(UTC),
+            offsets=list(offsets.values()),
+            group_events=events,
+            generations=generations,
+            decode_failures=failures,
+            progress=[SourceProgress(p, last) for p, last in sorted(stats.end_offsets.items())],
+        )
+        return batch, stats
+
+    def _remainder(
+        self,
+        rows: list[dict[str, Any]],
+        offsets: dict[tuple[str, str, int], OffsetCommit],
+        stats: BatchStats,
+    ) -> list[DecodeFailure]:
+        """Decode the records SQL did not, in log order; returns the failures."""
+        failures = []
+        for row in rows:
+            position = Position(row["source_partition"], row["source_offset"], row["source_time"])
+            try:
+                record = decode_record(row["key"], row["value"])
+            except DecodeError as exc:
+                stats.failures[failure_reason(exc)] += 1
+                failures.append(self._failure(row, str(exc)))
+                continue
+            kind = record["record_type"]
+            if kind == "unknown":
+                stats.failures[record["reason"]] += 1
+                failures.append(self._failure(row, record["reason"]))
+                continue
+            key = record["key"]
+            self._check_partition(key.get("group", key.get("group_id")), position.partition)
+            if kind == "offset_commit":
+                stats.offset_commits += 1
+                commit = self._codec_commit(record, position)
+                known = offsets.get((commit.group, commit.topic, commit.partition))
+                if known is None or known.source_offset < commit.source_offset:
+                    offsets[(commit.group, commit.topic, commit.partition)] = commit
+            else:
+                stats.group_records += 1
+                self.tracker.add(record, position)
+        return failures
+
+    @staticmethod
+    def _codec_commit(record: dict[str, Any], position: Position) -> OffsetCommit:
+        key, value = record["key"], record["value"] or {}
+        return OffsetCommit(
+            group=key["group"],
+            topic=key["topic"],
+            partition=key["partition"],
+            offset=value.get("offset"),
+            source_partition=position.partition,
+            source_offset=position.offset,
+            commit_time=to_datetime(value.get("commit_timestamp")),
+            leader_epoch=value.get("leader_epoch"),
+            metadata=value.get("metadata"),
+            expire_time=to_datetime(value.get("expire_timestamp")),
+        )
+
+    def _failure(self, row: dict[str, Any], reason: str) -> DecodeFailure:
+        return DecodeFailure(
+            source_partition=row["source_partition"],
+            source_offset=row["source_offset"],
+            reason=reason,
+            key=row["key"],
+            value=row["value"],
+            source_time=row["source_time"],
+        )
+
+    def _check_partition(self, group: str | None, source_partition: int) -> None:
+        """Kafka keeps a group's records in partition_for(group, N); anything else means
+        the configured N (offsets.topic.num.partitions) is wrong. Reported once per group."""
+        if group is None or group in self.mismatched:
+            return
+        expected = partition_for(group, self.offsets_partitions)
+        if expected != source_partition:
+            self.mismatched[group] = (expected, source_partition)
+            log.error(
+                "group %r is in __consumer_offsets partition %d, but partition_for(group, %d) "
+                "is %d: --offsets-partitions does not match the cluster's "
+                "offsets.topic.num.partitions",
+                group,
+                source_partition,
+                self.offsets_partitions,
+                expected,
+            )

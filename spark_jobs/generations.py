@@ -1,0 +1,363 @@
+"""Generations and rebalances from decoded group records, in log order.
+
+Pure Python (codec dicts in, store dataclasses out), so it runs on the driver and is
+tested without Spark. Semantics follow DESIGN.md §3:
+
+* **Classic groups.** Each GroupMetadata record is one generation. A member's identity
+  is its group instance id when set (static membership), else its member id.
+* **Cooperative episodes.** Under a cooperative protocol, the generation in which a
+  surviving member's partition is left unassigned is the revocation round. The next
+  generation completes the episode. The episode's churn is measured from the generation
+  before the revocation, is attached to the completing generation with
+  `cooperative_episode=True`, and the revocation round carries none.
+* **KIP-848 groups.** A generation is a group epoch. Its assignment is the target
+  assignment (types 7 and 6), with topic ids named by the partition metadata (type 4).
+  The generation is emitted when the target assignment metadata for the epoch arrives,
+  at the position of the epoch's ConsumerGroupMetadata record.
+* **Baseline.** The assignor core runs with each survivor's previous partitions as owned:
+  `sticky` for eager groups, two rounds of `cooperative-sticky` for cooperative ones,
+  `uniform` for KIP-848 groups. Partition counts are not in classic records; they are
+  inferred as the highest partition seen for a topic in either generation, plus one.
+* **Replays.** A record at or before the last position seen for its group is skipped, so
+  replaying a batch after a crash adds nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from services.assignor import assign
+from services.assignor.churn import minimum_moves, moves
+from services.store.batch import Churn, Generation, GroupEvent, Member
+
+Assignment = dict[str, list[tuple[str, int]]]  # identity -> [(topic, partition)]
+
+
+@dataclass(frozen=True)
+class Position:
+    """Where a record sits in the source: partition, offset and time."""
+
+    partition: int
+    offset: int
+    time: datetime
+
+
+@dataclass
+class Snapshot:
+    """The last generation of a group, as the tracker remembers it."""
+
+    generation: int
+    position: Position
+    assignment: Assignment
+    topics: dict[str, tuple[str, ...]]  # identity -> subscribed topics
+    protocol: str | None
+    revoking_from: Snapshot | None = None  # set on a cooperative revocation round
+
+
+@dataclass
+class _Kip848:
+    """A KIP-848 group's state between its records."""
+
+    epoch: int | None = None
+    epoch_position: Position | None = None
+    topic_names: dict[str, str] = field(default_factory=dict)
+    partition_counts: dict[str, int] = field(default_factory=dict)
+    members: dict[str, dict[str, Any]] = field(default_factory=dict)
+    targets: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+
+
+def identity(member_id: str, group_instance_id: str | None) -> str:
+    """Static members keep their identity across restarts (KIP-345)."""
+    return group_instance_id or member_id
+
+
+def to_datetime(millis: int | None) -> datetime | None:
+    if millis is None or millis < 0:
+        return None
+    return datetime.fromtimestamp(millis / 1000, tz=UTC)
+
+
+def _flatten(topic_partitions: Iterable[Mapping[str, Any]], topic_key: str = "topic") -> list:
+    return [(tp[topic_key], p) for tp in topic_partitions for p in tp["partitions"]]
+
+
+def _by_topic(partitions: Iterable[tuple[str, int]]) -> dict[str, list[int]]:
+    out: dict[str, list[int]] = {}
+    for topic, p in partitions:
+        out.setdefault(topic, []).append(p)
+    return {t: sorted(ps) for t, ps in sorted(out.items())}
+
+
+def _is_cooperative(protocol: str | None) -> bool:
+    return bool(protocol) and "cooperative" in protocol  # type: ignore[operator]
+
+
+def _owners(assignment: Assignment) -> dict[tuple[str, int], str]:
+    return {tp: member for member, tps in assignment.items() for tp in tps}
+
+
+def _revokes(before: Assignment, after: Assignment) -> bool:
+    """True when a member still in the group lost a partition that nobody now owns."""
+    now = _owners(after)
+    return any(member in after and tp not in now for member, tps in before.items() for tp in tps)
+
+
+class GenerationTracker:
+    """Turns group records into store `Generation`s with their churn."""
+
+    def __init__(self, known: Mapping[str, Snapshot] | None = None) -> None:
+        self.last: dict[str, Snapshot] = dict(known or {})
+        self.kip848: dict[str, _Kip848] = {}
+        self.generations: list[Generation] = []
+        self.events: list[GroupEvent] = []
+
+    def drain(self) -> tuple[list[Generation], list[GroupEvent]]:
+        out = self.generations, self.events
+        self.generations, self.events = [], []
+        return out
+
+    def _seen(self, group: str, position: Position) -> bool:
+        last = self.last.get(group)
+        return last is not None and (
+            last.position.partition == position.partition
+            and position.offset <= last.position.offset
+        )
+
+    # -- dispatch --------------------------------------------------------------------------
+    def add(self, record: Mapping[str, Any], position: Position) -> None:
+        """Feed one decoded record (codec output), in log order."""
+        kind = record["record_type"]
+        if kind == "group_metadata":
+            self._classic(record["key"]["group"], record["value"], position)
+        elif kind.startswith("consumer_group_"):
+            self._kip848(kind, record["key"], record["value"], position)
+
+    # -- classic ----------------------------------------------------------------------------
+    def _classic(self, group: str, value: Mapping[str, Any] | None, position: Position) -> None:
+        if self._seen(group, position):
+            return
+        if value is None:
+            self.events.append(
+                GroupEvent(
+                    group,
+                    position.time,
+                    position.partition,
+                    position.offset,
+                    type="classic",
+                    deleted=True,
+                )
+            )
+            self.last.pop(group, None)
+            return
+        members, assignment, topics = [], {}, {}
+        for m in value["members"]:
+            ident = identity(m["member_id"], m["group_instance_id"])
+            sub = m["subscription"] if isinstance(m["subscription"], dict) else {}
+            asg = m["assignment"] if isinstance(m["assignment"], dict) else {}
+            assigned = _flatten(asg.get("assigned_partitions") or [])
+            assignment[ident] = assigned
+            topics[ident] = tuple(sub.get("topics") or ())
+            owned = sub.get("owned_partitions")
+            members.append(
+                Member(
+                    member_id=m["member_id"],
+                    client_id=m["client_id"],
+                    client_host=m["client_host"],
+                    group_instance_id=m["group_instance_id"],
+                    session_timeout_ms=m["session_timeout"],
+                    rebalance_timeout_ms=m["rebalance_timeout"],
+                    subscribed_topics=topics[ident],
+                    rack=sub.get("rack_id"),
+                    owned_partitions=_by_topic(_flatten(owned)) if owned else None,
+                    reported_generation=sub.get("generation_id"),
+                    assignment=_by_topic(assigned),
+                )
+            )
+        protocol = value["protocol"]
+        snapshot = Snapshot(value["generation"], position, assignment, topics, protocol)
+        churn = self._churn(group, snapshot, "classic")
+        self.generations.append(
+            Generation(
+                group=group,
+                generation=value["generation"],
+                source_partition=position.partition,
+                source_offset=position.offset,
+                source_time=position.time,
+                members=members,
+                group_type="classic",
+                protocol_type=value["protocol_type"],
+                assignor=protocol,
+                leader=value["leader"],
+                state_time=to_datetime(value["current_state_timestamp"]),
+                rebalance=churn,
+            )
+        )
+
+    def _churn(self, group: str, snapshot: Snapshot, group_type: str) -> Churn | None:
+        previous = self.last.get(group)
+        self.last[group] = snapshot
+        if previous is None:
+            return None
+        if group_type == "classic" and _is_cooperative(snapshot.protocol):
+            if previous.revoking_from is not None:
+                return measure(previous.revoking_from, snapshot, "cooperative-sticky", True)
+            if _revokes(previous.assignment, snapshot.assignment):
+                snapshot.revoking_from = previous
+                return None
+            return measure(previous, snapshot, "cooperative-sticky", False)
+        baseline = "uniform" if group_type == "consumer" else "sticky"
+        return measure(previous, snapshot, baseline, False)
+
+    # -- KIP-848 ----------------------------------------------------------------------------
+    def _kip848(self, kind: str, key: Mapping[str, Any], value: Any, position: Position) -> None:
+        group = key["group_id"]
+        state = self.kip848.setdefault(group, _Kip848())
+        member = key.get("member_id")
+        if kind == "consumer_group_metadata":
+            if value is None:
+                self.events.append(
+                    GroupEvent(
+                        group,
+                        position.time,
+                        position.partition,
+                        position.offset,
+                        type="consumer",
+                        deleted=True,
+                    )
+                )
+                self.kip848.pop(group, None)
+                self.last.pop(group, None)
+                return
+            state.epoch, state.epoch_position = value["epoch"], position
+        elif kind == "consumer_group_partition_metadata" and value is not None:
+            for topic in value["topics"]:
+                state.topic_names[topic["topic_id"]] = topic["topic_name"]
+                state.partition_counts[topic["topic_name"]] = topic["num_partitions"]
+        elif kind == "consumer_group_member_metadata":
+            if value is None:
+                state.members.pop(member, None)
+            else:
+                state.members[member] = value
+        elif kind == "consumer_group_target_assignment_member":
+            if value is None:
+                state.targets.pop(member, None)
+            else:
+                state.targets[member] = value["topic_partitions"]
+        elif kind == "consumer_group_target_assignment_metadata" and value is not None:
+            self._kip848_generation(group, state, value["assignment_epoch"], position)
+
+    def _kip848_generation(self, group: str, state: _Kip848, epoch: int, at: Position) -> None:
+        position = state.epoch_position if state.epoch == epoch and state.epoch_position else at
+        if self._seen(group, position):
+            return
+        members, assignment, topics = [], {}, {}
+        for member_id, meta in sorted(state.members.items()):
+            ident = identity(member_id, meta["instance_id"])
+            target = state.targets.get(member_id, [])
+            assigned = [
+                (state.topic_names.get(tp["topic_id"], tp["topic_id"]), p)
+                for tp in target
+                for p in tp["partitions"]
+            ]
+            assignment[ident] = assigned
+            topics[ident] = tuple(meta["subscribed_topic_names"])
+            members.append(
+                Member(
+                    member_id=member_id,
+                    client_id=meta["client_id"],
+                    client_host=meta["client_host"],
+                    group_instance_id=meta["instance_id"],
+                    rebalance_timeout_ms=meta["rebalance_timeout_ms"],
+                    subscribed_topics=topics[ident],
+                    rack=meta["rack_id"],
+                    assignment=_by_topic(assigned),
+                )
+            )
+        assignors = {m.get("server_assignor") for m in state.members.values()} - {None}
+        snapshot = Snapshot(epoch, position, assignment, topics, "uniform")
+        churn = self._churn(group, snapshot, "consumer")
+        self.generations.append(
+            Generation(
+                group=group,
+                generation=epoch,
+                source_partition=position.partition,
+                source_offset=position.offset,
+                source_time=position.time,
+                members=members,
+                group_type="consumer",
+                protocol_type="consumer",
+                assignor=",".join(sorted(assignors)) or "uniform",
+                rebalance=churn,
+            )
+        )
+
+
+def partition_counts(*assignments: Assignment, topics: Iterable[str] = ()) -> dict[str, int]:
+    """Highest partition seen per topic, plus one (classic records carry no counts)."""
+    counts = dict.fromkeys(topics, 0)
+    for assignment in assignments:
+        for tps in assignment.values():
+            for topic, p in tps:
+                counts[topic] = max(counts.get(topic, 0), p + 1)
+    return counts
+
+
+def subscribed_counts(before: Snapshot, after: Snapshot) -> dict[str, int]:
+    """Partition counts of the topics `after`'s members subscribe to."""
+    topics = {t for ts in after.topics.values() for t in ts}
+    counts = partition_counts(before.assignment, after.assignment, topics=topics)
+    return {t: c for t, c in counts.items() if t in topics}
+
+
+def baseline(
+    before: Snapshot, after: Snapshot, assignor: str, counts: dict[str, int]
+) -> Assignment:
+    """What Kafka's assignor would have produced from `before` for `after`'s members."""
+    topics = set(counts)
+    members = [
+        {
+            "id": ident,
+            "topics": list(after.topics[ident]),
+            "owned": [tp for tp in before.assignment.get(ident, []) if tp[0] in topics],
+            "generation": before.generation if ident in before.assignment else None,
+            "rack": None,
+            "group_instance_id": None,
+        }
+        for ident in sorted(after.topics)
+    ]
+    if assignor == "cooperative-sticky":
+        first = assign(assignor, counts, members)
+        for m in members:
+            m["owned"], m["generation"] = first[m["id"]], after.generation
+        return assign(assignor, counts, members)
+    return assign(assignor, counts, members)
+
+
+def measure(before: Snapshot, after: Snapshot, assignor: str, episode: bool) -> Churn:
+    """The churn of a rebalance: actual moves, the assignor's baseline and the minimum."""
+    old, new = _owners(before.assignment), _owners(after.assignment)
+    actual = moves(before.assignment, after.assignment)
+    counts = subscribed_counts(before, after)
+    try:
+        base = moves(before.assignment, baseline(before, after, assignor, counts)).total
+    except ValueError:
+        base = None  # an input the assignor rejects (e.g. an empty group)
+    member_list = [{"id": i, "topics": list(ts)} for i, ts in sorted(after.topics.items())]
+    minimum = minimum_moves(before.assignment, member_list, counts).total if counts else 0
+    return Churn(
+        from_generation=before.generation,
+        from_source_offset=before.position.offset,
+        members_joined=len(after.assignment.keys() - before.assignment.keys()),
+        members_left=len(before.assignment.keys() - after.assignment.keys()),
+        moved=actual.total,
+        revoked=sum(1 for tp in old if tp not in new),
+        newly_assigned=sum(1 for tp in new if tp not in old),
+        moves_from_survivors=actual.from_surviving,
+        baseline_moves=base,
+        baseline_assignor=assignor,
+        minimum_moves=minimum,
+        cooperative_episode=episode,
+    )

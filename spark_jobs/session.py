@@ -1,0 +1,35 @@
+"""The Spark session for the job: local mode by default, any cluster via spark-submit."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from pyspark.sql import SparkSession
+
+
+def spark_session(master: str | None = None, app_name: str = "groupscope") -> SparkSession:
+    """Get or create the session.
+
+    Workers must run this interpreter (with pyarrow and the project installed), not the
+    system Python: DESIGN.md §5 measured 15 s timeouts otherwise. Under spark-submit the
+    master and resources come from the submit command; locally the default is local[*].
+    """
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    builder = SparkSession.builder.appName(app_name)
+    if master or not os.environ.get("SPARK_SUBMIT_CONF"):
+        builder = builder.master(master or os.environ.get("GROUPSCOPE_SPARK_MASTER", "local[*]"))
+    session = (
+        builder.config("spark.sql.shuffle.partitions", os.environ.get("GROUPSCOPE_SHUFFLE", "4"))
+        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.driver.memory", os.environ.get("GROUPSCOPE_DRIVER_MEMORY", "2g"))
+        .config("spark.sql.streaming.forceDeleteTempCheckpointLocation", "true")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel(os.environ.get("GROUPSCOPE_SPARK_LOG_LEVEL", "WARN"))
+    return session

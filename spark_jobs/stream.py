@@ -1,0 +1,310 @@
+"""The streaming job's entry point: `groupscope stream ...` locally, or on a cluster
+
+    spark-submit spark_jobs/stream.py --bootstrap-servers broker:9092 --database-url URL
+
+Reads `__consumer_offsets` (or a replay directory), and writes generations, rebalances,
+committed offsets and pipeline progress to the history store, one transaction per
+micro-batch. The checkpoint keeps the source offsets; restarting resumes exactly there.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import logging
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger("groupscope.stream")
+
+EPILOG = """\
+sources:
+  --source kafka         groupscope's own Kafka source (confluent-kafka; default when
+                         --bootstrap-servers is given)
+  --source spark-kafka   Spark's official Kafka connector (clusters that can load it)
+  --source replay DIR    a replay directory: `groupscope simulate --out DIR` or
+                         `groupscope capture --out DIR`
+
+examples:
+  groupscope stream --source replay ./capture --once
+  groupscope stream --bootstrap-servers broker:9092 --trigger 10s
+  groupscope stream --bootstrap-servers broker:9093 --kafka-config security.protocol=SASL_SSL \\
+      --kafka-config sasl.mechanism=SCRAM-SHA-512 --kafka-config-file client.properties
+  spark-submit --master spark://host:7077 spark_jobs/stream.py --bootstrap-servers b:9092 \\
+      --database-url postgresql://groupscope@db/groupscope
+"""
+
+SECRET_HINTS = ("password", "secret", "token", "key")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from services.store.options import add_database_url_argument
+
+    env = os.environ.get
+    parser.add_argument(
+        "--source",
+        nargs="+",
+        metavar=("KIND", "DIR"),
+        help="kafka | spark-kafka | replay DIR (default: kafka when --bootstrap-servers is given)",
+    )
+    parser.add_argument(
+        "--bootstrap-servers",
+        default=env("GROUPSCOPE_BOOTSTRAP_SERVERS"),
+        help="Kafka bootstrap servers (env GROUPSCOPE_BOOTSTRAP_SERVERS)",
+    )
+    parser.add_argument(
+        "--topic",
+        default=env("GROUPSCOPE_TOPIC", "__consumer_offsets"),
+        help="the topic to read (default: __consumer_offsets)",
+    )
+    parser.add_argument(
+        "--kafka-config",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a librdkafka/Kafka client property (SASL, SSL, ...); repeatable",
+    )
+    parser.add_argument(
+        "--kafka-config-file",
+        type=Path,
+        metavar="FILE",
+        help="a Java-style properties file of client properties",
+    )
+    add_database_url_argument(parser)
+    parser.add_argument(
+        "--checkpoint",
+        type=Path,
+        default=env("GROUPSCOPE_CHECKPOINT"),
+        help="checkpoint directory (default: .groupscope/checkpoints/<source>)",
+    )
+    parser.add_argument(
+        "--trigger",
+        default=env("GROUPSCOPE_TRIGGER", "5s"),
+        help="micro-batch interval, e.g. 5s or 1m (default: 5s)",
+    )
+    parser.add_argument(
+        "--once",
+        action="store_true",
+        help="process everything available now, in as many batches as the read limit needs, "
+        "then exit",
+    )
+    parser.add_argument(
+        "--max-records-per-trigger",
+        type=int,
+        default=int(env("GROUPSCOPE_MAX_RECORDS_PER_TRIGGER", "2000000")),
+        help="read limit per micro-batch (default: 2000000)",
+    )
+    parser.add_argument(
+        "--max-files-per-trigger",
+        type=int,
+        default=None,
+        help="read limit per micro-batch for replay directories (files)",
+    )
+    parser.add_argument(
+        "--offsets-partitions",
+        type=int,
+        default=int(env("GROUPSCOPE_OFFSETS_PARTITIONS", "50")),
+        help="offsets.topic.num.partitions of the cluster (default: 50)",
+    )
+    parser.add_argument(
+        "--master",
+        default=env("GROUPSCOPE_SPARK_MASTER"),
+        help="Spark master (default: local[*]; ignored under spark-submit)",
+    )
+
+
+def kafka_config(args: argparse.Namespace) -> dict[str, str]:
+    """Client properties from the file, then the flags (flags win)."""
+    from services.cli import UsageError
+
+    config: dict[str, str] = {}
+    if args.kafka_config_file:
+        try:
+            lines = args.kafka_config_file.read_text().splitlines()
+        except OSError as exc:
+            raise UsageError(f"cannot read {args.kafka_config_file}: {exc.strerror}") from None
+        for line in lines:
+            line = line.strip()
+            if line and not line.startswith(("#", "!")):
+                key, sep, value = line.partition("=")
+                if not sep:
+                    raise UsageError(f"{args.kafka_config_file}: not KEY=VALUE: {line!r}")
+                config[key.strip()] = value.strip()
+    for item in args.kafka_config:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise UsageError(f"--kafka-config expects KEY=VALUE, got {item!r}")
+        config[key.strip()] = value
+    return config
+
+
+def redact(config: dict[str, str]) -> dict[str, str]:
+    """Client properties safe to log: secrets never appear in logs."""
+    return {k: "***" if any(h in k.lower() for h in SECRET_HINTS) else v for k, v in config.items()}
+
+
+def parse_seconds(text: str) -> float:
+    from services.cli import UsageError
+
+    units = {"ms": 0.001, "s": 1, "m": 60, "h": 3600}
+    for unit in ("ms", "s", "m", "h"):
+        if text.endswith(unit) and text[: -len(unit)].replace(".", "", 1).isdigit():
+            return float(text[: -len(unit)]) * units[unit]
+    if text.replace(".", "", 1).isdigit():
+        return float(text)
+    raise UsageError(f"--trigger expects a duration such as 5s, 500ms or 1m, got {text!r}")
+
+
+def resolve_source(args: argparse.Namespace) -> tuple[str, Path | None]:
+    from services.cli import UsageError
+
+    source = args.source or (["kafka"] if args.bootstrap_servers else None)
+    if not source:
+        raise UsageError("give --bootstrap-servers (a Kafka cluster) or --source replay DIR")
+    kind = source[0]
+    if kind == "replay":
+        if len(source) != 2:
+            raise UsageError("--source replay needs a directory: --source replay DIR")
+        directory = Path(source[1])
+        if not (directory / "records").is_dir():
+            raise UsageError(f"{directory} is not a replay directory (no records/ folder)")
+        return kind, directory
+    if kind not in ("kafka", "spark-kafka") or len(source) != 1:
+        raise UsageError(f"unknown --source {' '.join(source)!r}: kafka, spark-kafka or replay DIR")
+    if not args.bootstrap_servers:
+        raise UsageError(f"--source {kind} needs --bootstrap-servers")
+    return kind, None
+
+
+def run(args: argparse.Namespace) -> int:
+    """Validate the arguments, then run the query until it stops (or once)."""
+    from services.cli import UsageError
+
+    kind, directory = resolve_source(args)
+    config = kafka_config(args)
+    trigger = parse_seconds(args.trigger)
+    if args.offsets_partitions <= 0:
+        raise UsageError("--offsets-partitions must be positive")
+    if args.max_records_per_trigger <= 0:
+        raise UsageError("--max-records-per-trigger must be positive")
+    logging.basicConfig(
+        level=logging.WARNING, stream=sys.stderr, format="%(asctime)s %(name)s %(message)s"
+    )
+    logging.getLogger("groupscope").setLevel(logging.INFO)
+    name = (
+        f"replay:{directory.resolve()}"
+        if directory
+        else (f"{kind}:{args.bootstrap_servers}/{args.topic}")
+    )
+    checkpoint = args.checkpoint or (
+        Path(".groupscope") / "checkpoints" / hashlib.sha1(name.encode()).hexdigest()[:16]
+    )
+    log.info("source %s, client config %s, checkpoint %s", name, redact(config), checkpoint)
+    return _run_query(args, kind, directory, config, trigger, name, checkpoint)
+
+
+def _run_query(
+    args: argparse.Namespace,
+    kind: str,
+    directory: Path | None,
+    config: dict[str, str],
+    trigger: float,
+    name: str,
+    checkpoint: Path,
+) -> int:
+    from services.store.database import create_store_engine, database_url, redacted
+    from services.store.migrate import upgrade
+    from services.store.repository import HistoryStore
+    from services.store.snapshots import latest_generations
+    from spark_jobs.batch import BatchProcessor
+    from spark_jobs.session import spark_session
+    from spark_jobs.sources import replay, spark_kafka
+
+    with database_url(args.database_url) as url:
+        log.info("history store %s", redacted(url))
+        upgrade(url)
+        engine = create_store_engine(url)
+        try:
+            spark = spark_session(args.master)
+            if kind == "replay":
+                df = replay(spark, directory, args.max_files_per_trigger)  # type: ignore[arg-type]
+            elif kind == "spark-kafka":
+                df = spark_kafka(
+                    spark,
+                    args.bootstrap_servers,
+                    args.topic,
+                    config,
+                    args.max_records_per_trigger,
+                )
+            else:
+                from spark_jobs.kafka_source import kafka_stream
+
+                df = kafka_stream(
+                    spark,
+                    args.bootstrap_servers,
+                    args.topic,
+                    config,
+                    args.max_records_per_trigger,
+                )
+            processor = BatchProcessor(
+                HistoryStore(engine), name, args.offsets_partitions, latest_generations(engine)
+            )
+            writer = df.writeStream.foreachBatch(processor).option(
+                "checkpointLocation", str(checkpoint)
+            )
+            if args.once:
+                writer = writer.trigger(availableNow=True)
+            else:
+                writer = writer.trigger(processingTime=f"{int(trigger * 1000)} milliseconds")
+            query = writer.start()
+            _follow(query, processor)
+        finally:
+            engine.dispose()
+    return 0
+
+
+def _follow(query: Any, processor: Any) -> None:
+    """Wait for the query, printing progress to stderr every few seconds."""
+    started, shown = time.monotonic(), -1
+    while query.isActive:
+        query.awaitTermination(2)
+        if processor.batches != shown:
+            shown = processor.batches
+            last = processor.last
+            print(
+                f"[{time.monotonic() - started:6.0f}s] batches {processor.batches}, "
+                f"last: {last.records} records, {last.generations} generations, "
+                f"{sum(last.failures.values())} failures, {last.seconds:.1f}s",
+                file=sys.stderr,
+                flush=True,
+            )
+    error = query.exception()
+    if error is not None:
+        raise RuntimeError(f"the streaming query failed: {error}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """spark-submit entry point."""
+    parser = argparse.ArgumentParser(
+        prog="spark_jobs/stream.py",
+        description=__doc__.split("\n\n")[0],
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_arguments(parser)
+    args = parser.parse_args(argv)
+    args.command = "stream"
+    from services.cli import UsageError
+
+    try:
+        return run(args)
+    except UsageError as exc:
+        print(f"stream: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
