@@ -81,8 +81,9 @@ def minimum_moves(
     partitions it no longer subscribes to, and whatever it owns beyond its share. With
     identical subscriptions the shares are ``P // N``, and ``P % N`` members - best those
     owning the most - may keep one more; the result is exact. With differing subscriptions
-    the shares are the per-member counts that Kafka's balanced ``sticky`` assignment reaches
-    for this group, which gives the fewest moves for those counts.
+    balanced assignments do not share one set of counts, so the shares are the counts that
+    Kafka's ``sticky`` assignor reaches for this group, and the result is a lower bound:
+    no assignment with those counts moves fewer partitions (sticky's own included).
     """
     counts = check_partition_counts(partitions_per_topic)
     group = _as_members(members, [t for t, c in counts.items() if c > 0])
