@@ -342,3 +342,23 @@ def test_deleted_topics_are_skipped():
     assert len(result["consumer"]) == 101
     emptied = assign("sticky", {}, [member("consumer", ["topic"], tps("topic-0, topic-1"), 1)])
     assert emptied == {"consumer": []}
+
+
+@BOTH
+def test_double_claim_with_unequal_partitions_per_consumer(assignor):
+    """CooperativeStickyAssignorTest: topic-0 must be revoked by both claimants first."""
+    result = run(
+        assignor,
+        {"topic": 4},
+        [
+            ("consumer1", ["topic"], "topic-0, topic-1", 1),
+            ("consumer2", ["topic"], "topic-0, topic-2", 1),
+            ("consumer3", ["topic"], "", 1),
+        ],
+    )
+    expect(
+        assignor,
+        result,
+        {"consumer1": "topic-1, topic-3", "consumer2": "topic-2", "consumer3": "topic-0"},
+        transferring=["topic-0"],
+    )

@@ -191,3 +191,89 @@ def test_uniform_rack_aware_keeps_only_partitions_on_the_members_rack():
     ]
     result = assign("uniform", {"t": 4}, members, racks)
     assert sorted(result["A"]) == tps("t-0, t-2") and sorted(result["B"]) == tps("t-1, t-3")
+
+
+# RangeAssignorTest (group coordinator, KIP-848): members in a TreeMap; the current range
+# assignor ignores the previous assignment, so these are exact.
+T12 = ["topic1", "topic2"]
+
+
+@pytest.mark.parametrize(
+    ("counts", "subs", "expected"),
+    [
+        (
+            {"topic1": 2, "topic2": 2},
+            {"A": T12, "B": T12, "C": T12},
+            {"A": "topic1-0, topic2-0", "B": "topic1-1, topic2-1", "C": ""},
+        ),
+        (
+            {"topic1": 4, "topic2": 4},
+            {"A": T12, "B": T12},
+            {
+                "A": "topic1-0, topic1-1, topic2-0, topic2-1",
+                "B": "topic1-2, topic1-3, topic2-2, topic2-3",
+            },
+        ),
+        (
+            {"topic1": 3, "topic2": 3},
+            {"A": T12, "B": T12, "C": T12},
+            {"A": "topic1-0, topic2-0", "B": "topic1-1, topic2-1", "C": "topic1-2, topic2-2"},
+        ),
+        (
+            {"topic1": 4, "topic2": 3},
+            {"A": T12, "B": T12, "C": ["topic1"]},
+            {
+                "A": "topic1-0, topic1-1, topic2-0, topic2-1",
+                "B": "topic1-2, topic2-2",
+                "C": "topic1-3",
+            },
+        ),
+        (
+            {"topic1": 3, "topic2": 3},
+            {"B": T12},
+            {"B": "topic1-0, topic1-1, topic1-2, topic2-0, topic2-1, topic2-2"},
+        ),
+        (
+            {"topic1": 3, "topic2": 3, "topic3": 2},
+            {"A": ["topic1"], "B": ["topic1", "topic2", "topic3"], "C": ["topic2"]},
+            {
+                "A": "topic1-0, topic1-1",
+                "B": "topic1-2, topic2-0, topic2-1, topic3-0, topic3-1",
+                "C": "topic2-2",
+            },
+        ),
+    ],
+)
+def test_server_range_kafka_cases(counts, subs, expected):
+    members = [member(m, topics) for m, topics in subs.items()]
+    result = assign("server-range", counts, members)
+    assert result == {m: tps(text) for m, text in expected.items()}
+
+
+def test_server_range_mixed_static_membership():
+    """Static members sort first by instance id; a new member id keeps the instance's range."""
+    counts = {"topic1": 5}
+    first = assign(
+        "server-range",
+        counts,
+        [
+            member("A", ["topic1"], instance="instanceA"),
+            member("C", ["topic1"], instance="instanceC"),
+            member("B", ["topic1"]),
+        ],
+    )
+    assert first == {
+        "A": tps("topic1-0, topic1-1"),
+        "C": tps("topic1-2, topic1-3"),
+        "B": tps("topic1-4"),
+    }
+    again = assign(
+        "server-range",
+        counts,
+        [
+            member("A1", ["topic1"], instance="instanceA"),
+            member("C", ["topic1"], instance="instanceC"),
+            member("B", ["topic1"]),
+        ],
+    )
+    assert again == {"A1": first["A"], "C": first["C"], "B": first["B"]}
