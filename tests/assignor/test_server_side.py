@@ -277,3 +277,108 @@ def test_server_range_mixed_static_membership():
         ],
     )
     assert again == {"A1": first["A"], "C": first["C"], "B": first["B"]}
+
+
+# UniformHeterogeneousAssignmentBuilderTest cases whose topic order needs no topic id:
+# topics sort by partitions per subscriber (descending), then subscriber count.
+
+
+def heterogeneous(counts, specs):
+    members = [member(m, topics, tps(owned)) for m, topics, owned in specs]
+    result = assign("uniform", counts, members)
+    assert_valid(result, counts, members)
+    return {m: sorted(parts) for m, parts in result.items()}
+
+
+def test_uniform_heterogeneous_first_assignment_two_topics():
+    result = heterogeneous(
+        {"topic1": 3, "topic3": 6}, [("A", ["topic1", "topic3"], ""), ("B", ["topic3"], "")]
+    )
+    assert result == {
+        "A": tps("topic1-0, topic1-1, topic1-2, topic3-4"),
+        "B": tps("topic3-0, topic3-1, topic3-2, topic3-3, topic3-5"),
+    }
+
+
+def test_uniform_heterogeneous_more_members_than_partitions():
+    result = heterogeneous(
+        {"topic3": 1, "topic1": 2},
+        [("A", ["topic3"], ""), ("B", ["topic3"], ""), ("C", ["topic1"], "")],
+    )
+    assert result == {"A": tps("topic3-0"), "B": [], "C": tps("topic1-0, topic1-1")}
+
+
+def test_uniform_heterogeneous_unbalanced_previous_assignment():
+    result = heterogeneous(
+        {"topic1": 6, "topic2": 4, "topic3": 4},
+        [
+            ("A", ["topic1"], "topic1-0, topic1-1, topic1-2"),
+            ("B", ["topic1", "topic2"], "topic1-3, topic2-0"),
+            (
+                "C",
+                ["topic1", "topic2", "topic3"],
+                "topic1-4, topic1-5, topic2-1, topic2-2, topic2-3, "
+                "topic3-0, topic3-1, topic3-2, topic3-3",
+            ),
+        ],
+    )
+    assert result == {
+        "A": tps("topic1-0, topic1-1, topic1-2, topic1-5"),
+        "B": tps("topic1-3, topic2-0, topic2-1, topic2-2, topic2-3"),
+        "C": tps("topic1-4, topic3-0, topic3-1, topic3-2, topic3-3"),
+    }
+
+
+def test_uniform_heterogeneous_partitions_added():
+    result = heterogeneous(
+        {"topic1": 6, "topic2": 5, "topic3": 3, "topic4": 3},
+        [
+            (
+                "A",
+                ["topic1", "topic3"],
+                "topic1-0, topic1-1, topic1-2, topic1-3, topic3-0, topic3-1",
+            ),
+            (
+                "B",
+                ["topic1", "topic2", "topic3", "topic4"],
+                "topic2-0, topic2-1, topic2-2, topic4-0, topic4-1, topic4-2",
+            ),
+        ],
+    )
+    assert result == {
+        "A": tps(
+            "topic1-0, topic1-1, topic1-2, topic1-3, topic1-4, topic1-5, "
+            "topic3-0, topic3-1, topic3-2"
+        ),
+        "B": tps("topic2-0, topic2-1, topic2-2, topic2-3, topic2-4, topic4-0, topic4-1, topic4-2"),
+    }
+
+
+def test_uniform_heterogeneous_member_and_partitions_added():
+    result = heterogeneous(
+        {"topic1": 6, "topic2": 7},
+        [
+            ("A", ["topic1"], "topic1-0, topic1-2, topic2-0"),
+            ("B", ["topic1", "topic2"], "topic1-1, topic2-1, topic2-2"),
+            ("C", ["topic1", "topic2"], ""),
+        ],
+    )
+    assert result == {
+        "A": tps("topic1-0, topic1-2, topic1-3, topic1-4, topic1-5"),
+        "B": tps("topic1-1, topic2-1, topic2-2, topic2-6"),
+        "C": tps("topic2-0, topic2-3, topic2-4, topic2-5"),
+    }
+
+
+def test_uniform_heterogeneous_member_removed():
+    result = heterogeneous(
+        {"topic1": 3, "topic2": 8, "topic3": 3},
+        [
+            ("A", ["topic1", "topic3"], "topic1-0, topic1-1, topic1-2, topic3-0, topic3-1"),
+            ("B", ["topic2"], "topic2-3, topic2-4, topic2-5, topic2-6"),
+        ],
+    )
+    assert result == {
+        "A": tps("topic1-0, topic1-1, topic1-2, topic3-0, topic3-1, topic3-2"),
+        "B": [("topic2", p) for p in range(8)],
+    }
