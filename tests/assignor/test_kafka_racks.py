@@ -280,3 +280,126 @@ def test_cooperative_stays_sticky_when_all_racks_match():
     assert got == expect(intermediate)
     got, _ = run("cooperative-sticky", TOPICS, 3, racks(3), racks(3), UNEQUAL, intermediate)
     assert got == expect(final)
+
+
+def test_range_uniform_partitions_unequal_subscription():
+    topics = {"t1": 5, "t2": 5, "t3": 5}
+    plain = [
+        "t1-0, t1-1, t2-0, t2-1, t2-2, t3-0, t3-1",
+        "t1-2, t1-3, t2-3, t2-4, t3-2, t3-3",
+        "t1-4, t3-4",
+    ]
+    cases = [
+        (3, NULL3, plain, None),
+        (
+            1,
+            racks(3),
+            [
+                "t1-0, t1-1, t2-0, t2-1, t2-4, t3-0, t3-1",
+                "t1-2, t1-3, t2-2, t2-3, t3-2, t3-3",
+                "t1-4, t3-4",
+            ],
+            9,
+        ),
+        (
+            2,
+            racks(3),
+            [
+                "t1-2, t2-0, t2-1, t2-3, t3-2",
+                "t1-0, t1-3, t2-2, t2-4, t3-0, t3-3",
+                "t1-1, t1-4, t3-1, t3-4",
+            ],
+            0,
+        ),
+        (3, racks(2), plain, 2),
+    ]
+    for replication, brokers, expected, mismatched in cases:
+        got, wrong = run("range", topics, replication, brokers, racks(3), UNEQUAL)
+        assert got == expect(expected)
+        if mismatched is not None:
+            assert wrong == mismatched
+
+
+def test_range_rack_aware_co_partitioning():
+    topics = {"t1": 6, "t2": 6, "t3": 2, "t4": 2}
+    consumer_racks = ["a", "b", "b", "a"]
+    pairs = [["t1", "t2"], ["t1", "t2"], ["t3", "t4"], ["t3", "t4"]]
+    plain = [
+        "t1-0, t1-1, t1-2, t2-0, t2-1, t2-2",
+        "t1-3, t1-4, t1-5, t2-3, t2-4, t2-5",
+        "t3-0, t4-0",
+        "t3-1, t4-1",
+    ]
+    everything = [list(topics)] * 4
+    plain_all = [
+        "t1-0, t1-1, t2-0, t2-1, t3-0, t4-0",
+        "t1-2, t1-3, t2-2, t2-3, t3-1, t4-1",
+        "t1-4, t2-4",
+        "t1-5, t2-5",
+    ]
+    cases = [
+        (pairs, 3, racks(2), plain, None),
+        (pairs, 2, racks(2), plain, 0),
+        (
+            pairs,
+            1,
+            racks(2),
+            [
+                "t1-0, t1-2, t1-4, t2-0, t2-2, t2-4",
+                "t1-1, t1-3, t1-5, t2-1, t2-3, t2-5",
+                "t3-1, t4-1",
+                "t3-0, t4-0",
+            ],
+            0,
+        ),
+        (everything, 3, racks(2), plain_all, None),
+        (everything, 2, racks(2), plain_all, 0),
+        (
+            everything,
+            1,
+            racks(2),
+            [
+                "t1-0, t1-2, t2-0, t2-2, t3-0, t4-0",
+                "t1-1, t1-3, t2-1, t2-3, t3-1, t4-1",
+                "t1-5, t2-5",
+                "t1-4, t2-4",
+            ],
+            0,
+        ),
+        (
+            everything,
+            1,
+            racks(3),
+            [
+                "t1-0, t1-3, t2-0, t2-3, t3-0, t4-0",
+                "t1-1, t1-4, t2-1, t2-4, t3-1, t4-1",
+                "t1-2, t2-2",
+                "t1-5, t2-5",
+            ],
+            6,
+        ),
+    ]
+    for consumer_topics, replication, brokers, expected, mismatched in cases:
+        got, wrong = run("range", topics, replication, brokers, consumer_racks, consumer_topics)
+        assert got == expect(expected)
+        if mismatched is not None:
+            assert wrong == mismatched
+
+
+def test_range_co_partitioned_same_subscription_with_missing_topics():
+    topics = {"t1": 6, "t2": 6, "t3": 2, "t4": 2, "t5": 4, "t6": 4}
+    subscribed = [f"t{i}" for i in range(1, 10)]
+    plain = [
+        "t1-0, t1-1, t2-0, t2-1, t3-0, t4-0, t5-0, t5-1, t6-0, t6-1",
+        "t1-2, t1-3, t2-2, t2-3, t3-1, t4-1, t5-2, t6-2",
+        "t1-4, t1-5, t2-4, t2-5, t5-3, t6-3",
+    ]
+    got, _ = run("range", topics, 3, NULL3, racks(3), [subscribed] * 3)
+    assert got == expect(plain)
+    rack_aware = [
+        "t1-0, t1-2, t2-0, t2-2, t3-0, t4-0, t5-1, t6-1",
+        "t1-1, t1-3, t2-1, t2-3, t3-1, t4-1, t5-2, t6-2",
+        "t1-4, t1-5, t2-4, t2-5, t5-0, t5-3, t6-0, t6-3",
+    ]
+    got, wrong = run("range", topics, 2, racks(3), racks(3), [subscribed] * 3)
+    assert (got, wrong) == (expect(rack_aware), 0)
