@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
+from itertools import islice, repeat
 
 from services.assignor.common import (
     consumer_rack,
@@ -73,23 +74,24 @@ class _TopicState:
 def _assign(
     state: _TopicState, consumer: str, partitions: list[int], assignment: dict[str, list]
 ) -> None:
-    assignment[consumer].extend((state.topic, p) for p in partitions)
+    assignment[consumer].extend(zip(repeat(state.topic), partitions))
     state.on_assigned(consumer, partitions)
 
 
 def _assign_ranges(
-    state: _TopicState, may_assign: Callable[[str, int], bool], assignment: dict[str, list]
+    state: _TopicState,
+    may_assign: Callable[[str, int], bool] | None,
+    assignment: dict[str, list],
 ) -> None:
+    """``RangeAssignor.assignRanges``; ``may_assign`` None means every partition may go."""
     for consumer in state.consumers:
         if not state.unassigned:
             break
         limit = state.max_assignable(consumer)
-        chosen: list[int] = []
-        for p in state.unassigned:
-            if len(chosen) >= limit:
-                break
-            if may_assign(consumer, p):
-                chosen.append(p)
+        if may_assign is None:
+            chosen = list(islice(state.unassigned, limit))
+        else:
+            chosen = list(islice((p for p in state.unassigned if may_assign(consumer, p)), limit))
         if chosen:
             _assign(state, consumer, chosen, assignment)
 
@@ -134,6 +136,16 @@ def _assign_with_rack_matching(states: list[_TopicState], assignment: dict) -> N
                 _assign_ranges(co_partitioned[0], co_partitioned[0].racks_match, assignment)
 
 
+def _plain_ranges(topic: str, count: int, consumers: list[str], assignment: dict) -> None:
+    """Without racks ``assignRanges`` reduces to Kafka's classic arithmetic."""
+    per_consumer, extra = divmod(count, len(consumers))
+    start = 0
+    for i, consumer in enumerate(consumers):
+        length = per_consumer + (1 if i < extra else 0)
+        assignment[consumer].extend(zip(repeat(topic), range(start, start + length)))
+        start += length
+
+
 def assign_range(
     counts: Mapping[str, int],
     members: list[Member],
@@ -141,25 +153,26 @@ def assign_range(
 ) -> Assignment:
     """``RangeAssignor.assignPartitions``; member lists come out in Kafka's order."""
     per_topic = subscribed_partition_counts(counts, members)
+    keys = {m.id: member_info_key(m) for m in members}
     subscribers: dict[str, list[Member]] = defaultdict(list)
     for m in members:
         for t in m.topics:
             subscribers[t].append(m)
     names = list(per_topic)
-    states = []
-    for i in hashmap_order(names):
-        topic = names[i]
-        states.append(
-            _TopicState(
-                topic, per_topic[topic], sorted(subscribers[topic], key=member_info_key), racks
-            )
-        )
+    ordered = [names[i] for i in hashmap_order(names)]
+    sorted_subscribers = {t: sorted(subscribers[t], key=lambda m: keys[m.id]) for t in ordered}
     assignment: dict[str, list] = {m.id: [] for m in members}
+    if not any(consumer_rack(m) for m in members):
+        for topic in ordered:
+            consumers = [m.id for m in sorted_subscribers[topic]]
+            _plain_ranges(topic, per_topic[topic], consumers, assignment)
+        return assignment
+    states = [_TopicState(t, per_topic[t], sorted_subscribers[t], racks) for t in ordered]
     rack_aware = any(s.needs_rack_aware for s in states)
     if rack_aware:
         _assign_with_rack_matching(states, assignment)
     for s in states:
-        _assign_ranges(s, lambda c, p: True, assignment)
+        _assign_ranges(s, None, assignment)
     if rack_aware:
         for partitions in assignment.values():
             partitions.sort()

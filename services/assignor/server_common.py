@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from itertools import repeat
 
 from services.assignor.javaorder import hashmap_order, java_str_key
 from services.assignor.model import AssignmentError, Member
@@ -45,8 +46,13 @@ def current_assignment(
 
 
 def to_output(members: list[Member], assigned: Mapping[str, Mapping[str, list[int]]]) -> dict:
+    """Each member's partitions as (topic, partition), topics by name, partitions ascending."""
+    names = {t for per_topic in assigned.values() for t in per_topic}
+    rank = {t: i for i, t in enumerate(sorted_topics(names))}.__getitem__
     out: dict[str, list[tuple[str, int]]] = {}
     for m in members:
         per_topic = assigned.get(m.id, {})
-        out[m.id] = [(t, p) for t in sorted_topics(set(per_topic)) for p in sorted(per_topic[t])]
+        out[m.id] = [
+            tp for t in sorted(per_topic, key=rank) for tp in zip(repeat(t), sorted(per_topic[t]))
+        ]
     return out

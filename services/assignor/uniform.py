@@ -70,11 +70,14 @@ def _homogeneous(
         if topic not in counts:
             raise _missing(topic)
     rack = {m.id: consumer_rack(m) for m in members}
-    per_partition = [replica_racks(racks, t, p) for t in topics for p in range(counts[t])]
+    member_racks = {r for r in rack.values() if r}
+    per_partition = (
+        [replica_racks(racks, t, p) for t in topics for p in range(counts[t])]
+        if member_racks and racks
+        else []
+    )
     use_racks = use_rack_aware_assignment(
-        {r for r in rack.values() if r},
-        set().union(*per_partition) if per_partition else set(),
-        per_partition,
+        member_racks, set().union(*per_partition) if per_partition else set(), per_partition
     )
 
     def rack_match(member_id: str, topic: str, partition: int) -> bool:
