@@ -1,0 +1,229 @@
+"""What classic and KIP-848 groups share: consumers (slots), actions, auto-commit.
+
+A *slot* is one consumer deployment (a pod): its client id, host and, with static
+membership, its `group.instance.id`. Each start of the slot's process is a new member
+(a new member id); static members keep their instance id across restarts.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import Any
+
+from services.codec import partition_for
+from services.simulator.engine import Scheduler
+from services.simulator.log import CoordinatorLog
+from services.simulator.model import Action, GroupSpec
+from services.simulator.offsets import GroupOffsets
+from services.simulator.truth import GroundTruth, GroupHistory
+
+TopicPartition = tuple[str, int]
+
+
+@dataclass
+class Context:
+    """What every group shares: the clock, the log, the ground truth."""
+
+    scheduler: Scheduler
+    log: CoordinatorLog
+    truth: GroundTruth
+
+
+@dataclass
+class Slot:
+    index: int
+    client_id: str
+    client_host: str
+    instance_id: str | None
+    topics: list[str]
+    member: Any = None  # the running member, if any
+
+
+@dataclass(eq=False)
+class MemberBase:
+    """One running consumer process."""
+
+    member_id: str
+    slot: Slot
+    topics: list[str]
+    assigned: list[TopicPartition] = field(default_factory=list)
+    alive: bool = True
+    polling: bool = True
+    in_group: bool = True
+
+    @property
+    def instance_id(self) -> str | None:
+        return self.slot.instance_id
+
+    @property
+    def identity(self) -> str:
+        return self.slot.instance_id or self.member_id
+
+
+class SimGroup:
+    """A group driven by its spec's actions; subclasses implement the protocol."""
+
+    group_type = ""
+
+    def __init__(self, spec: GroupSpec, ctx: Context, rng: random.Random) -> None:
+        self.spec = spec
+        self.name = spec.name
+        self.ctx = ctx
+        self.rng = rng
+        self.scheduler = ctx.scheduler
+        self.truth = ctx.truth
+        self.log_partition = partition_for(spec.name, ctx.log.partitions)
+        self.topics: dict[str, int] = dict(spec.topics)
+        self.offsets = GroupOffsets(
+            spec.name,
+            self.log_partition,
+            ctx.log,
+            ctx.truth,
+            rng,
+            self.scheduler.now,
+            spec.messages_per_second,
+            spec.metadata,
+            spec.transactional,
+            spec.aborted,
+        )
+        for topic, count in self.topics.items():
+            self.offsets.add_topic(topic, count)
+        self.history = GroupHistory(ctx.truth, spec.name, self.group_type)
+        self.slots: dict[int, Slot] = {}
+        self.deleted = False
+
+    # -- setup ------------------------------------------------------------------------
+
+    def slot(self, index: int, topics: list[str] | None = None) -> Slot:
+        found = self.slots.get(index)
+        if found is None:
+            instance = f"{self.name}-instance-{index}" if self.spec.static else None
+            found = self.slots[index] = Slot(
+                index,
+                f"consumer-{self.name}-1",
+                f"/10.{index // 250 % 250}.{index % 250}.{1 + self.log_partition}",
+                instance,
+                list(topics or self.spec.subscription or self.topics),
+            )
+        elif topics is not None:
+            found.topics = list(topics)
+        return found
+
+    def start(self) -> None:
+        """Start the initial consumers (a little apart) and schedule the actions."""
+        for i in range(self.spec.members):
+            self.scheduler.after(self.rng.randrange(0, 500), self._start_slot, i, None)
+        for action in self.spec.actions:
+            self.scheduler.at(self.scheduler.start + action.at_ms, self._act, action)
+
+    def _start_slot(self, index: int, topics: list[str] | None) -> None:
+        slot = self.slot(index, topics)
+        if self.deleted or (slot.member is not None and slot.member.in_group and slot.member.alive):
+            return
+        self.join(slot)
+
+    def event(self, kind: str, member: MemberBase | None = None, **details: Any) -> None:
+        identity = None if member is None else member.identity
+        self.truth.event(self.scheduler.now, self.name, kind, identity, **details)
+
+    def append(self, records: list[tuple[bytes, bytes | None]]) -> tuple[int, int]:
+        """Append non-transactional records; returns (partition, offset) of the last."""
+        log = self.ctx.log
+        log.append(self.log_partition, self.scheduler.now, records)
+        return self.log_partition, log.next_offsets[self.log_partition] - 1
+
+    # -- actions ----------------------------------------------------------------------
+
+    def _act(self, action: Action) -> None:
+        if self.deleted:
+            return
+        kind, args = action.kind, action.args
+        if kind == "join":
+            self._start_slot(action.slot, args.get("topics"))
+            return
+        if kind == "add-partitions":
+            self.event("add-partitions", topic=args["topic"], count=args["count"])
+            self.topics[args["topic"]] = args["count"]
+            self.offsets.add_topic(args["topic"], args["count"])
+            self.partitions_changed()
+            return
+        if kind == "delete":
+            self.delete()
+            return
+        slot = self.slots.get(action.slot)
+        member = None if slot is None else slot.member
+        if member is None or not member.in_group or not member.alive:
+            return
+        if kind == "leave":
+            self.event("leave", member)
+            self.leave(member)
+        elif kind == "crash":
+            self.event("crash", member)
+            self.crash(member)
+            if args.get("restart_after_ms") is not None:
+                self.scheduler.after(args["restart_after_ms"], self._start_slot, slot.index, None)
+        elif kind == "restart":
+            self.event("restart", member, downtime_ms=args["downtime_ms"])
+            self.restart(member)
+            self.scheduler.after(args["downtime_ms"], self._start_slot, slot.index, None)
+        elif kind == "stall":
+            self.event("stall", member, duration_ms=args["duration_ms"])
+            self.stall(member, args["duration_ms"])
+        elif kind == "subscribe":
+            slot.topics = list(args["topics"])
+            for topic in slot.topics:
+                self.topics.setdefault(topic, 1)
+                self.offsets.add_topic(topic, self.topics[topic])
+            self.event("subscribe", member, topics=slot.topics)
+            self.subscribe(member, slot.topics)
+        else:
+            raise ValueError(f"unknown action {kind!r}")
+
+    def restart(self, member: MemberBase) -> None:
+        """A deploy stops the process: a dynamic member leaves, a static one just stops
+        (KIP-345: static members send no LeaveGroup on close)."""
+        if member.instance_id is None:
+            self.leave(member)
+        else:
+            self.crash(member)
+
+    # -- auto-commit ------------------------------------------------------------------
+
+    def start_commits(self, member: MemberBase) -> None:
+        interval = self.spec.commit_interval_ms
+        self.scheduler.after(self.rng.randrange(interval), self._auto_commit, member)
+
+    def _auto_commit(self, member: MemberBase) -> None:
+        if not (member.in_group and member.alive) or self.deleted:
+            return
+        if member.polling and member.assigned:
+            self.offsets.commit(member.assigned, self.scheduler.now)
+        self.scheduler.after(self.spec.commit_interval_ms, self._auto_commit, member)
+
+    def commit_now(self, member: MemberBase) -> None:
+        if member.alive and member.polling and member.assigned:
+            self.offsets.commit(member.assigned, self.scheduler.now)
+
+    # -- protocol (subclasses) --------------------------------------------------------
+
+    def join(self, slot: Slot) -> None:
+        raise NotImplementedError
+
+    def leave(self, member: MemberBase) -> None:
+        raise NotImplementedError
+
+    def crash(self, member: MemberBase) -> None:
+        raise NotImplementedError
+
+    def stall(self, member: MemberBase, duration_ms: int) -> None:
+        raise NotImplementedError
+
+    def subscribe(self, member: MemberBase, topics: list[str]) -> None:
+        raise NotImplementedError
+
+    def partitions_changed(self) -> None:
+        raise NotImplementedError
+
+    def delete(self) -> None:
+        raise NotImplementedError

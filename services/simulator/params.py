@@ -1,0 +1,82 @@
+"""Scenario parameters (`--set key=value`) and durations ("90s", "10m", "1h")."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+_UNITS = {"ms": 1, "s": 1_000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
+
+
+class ParamError(ValueError):
+    """A parameter or duration that cannot be used; the message is one line."""
+
+
+def parse_duration(text: str) -> int:
+    """Milliseconds in `text`: a number with a unit ms, s, m, h or d (seconds if none)."""
+    match = _DURATION.match(str(text))
+    if not match:
+        raise ParamError(f"bad duration {text!r}: use e.g. 500ms, 90s, 10m, 1h")
+    return int(float(match.group(1)) * _UNITS[match.group(2) or "s"])
+
+
+class Params:
+    """Typed access to `key=value` settings, remembering which were used."""
+
+    def __init__(self, values: Mapping[str, str] | None = None) -> None:
+        self.values = dict(values or {})
+        self.used: set[str] = set()
+
+    def _raw(self, key: str) -> str | None:
+        self.used.add(key)
+        return self.values.get(key)
+
+    def int(self, key: str, default: int, minimum: int = 0) -> int:
+        raw = self._raw(key)
+        if raw is None:
+            return default
+        try:
+            value = int(raw)
+        except ValueError:
+            raise ParamError(f"{key} must be an integer, got {raw!r}") from None
+        if value < minimum:
+            raise ParamError(f"{key} must be at least {minimum}, got {value}")
+        return value
+
+    def float(self, key: str, default: float, low: float = 0.0, high: float | None = None) -> float:
+        raw = self._raw(key)
+        if raw is None:
+            return default
+        try:
+            value = float(raw)
+        except ValueError:
+            raise ParamError(f"{key} must be a number, got {raw!r}") from None
+        if value < low or (high is not None and value > high):
+            bound = f"between {low} and {high}" if high is not None else f"at least {low}"
+            raise ParamError(f"{key} must be {bound}, got {value}")
+        return value
+
+    def bool(self, key: str, default: bool) -> bool:
+        raw = self._raw(key)
+        if raw is None:
+            return default
+        if raw.lower() in ("1", "true", "yes", "on"):
+            return True
+        if raw.lower() in ("0", "false", "no", "off"):
+            return False
+        raise ParamError(f"{key} must be true or false, got {raw!r}")
+
+    def str(self, key: str, default: str, choices: tuple[str, ...] | None = None) -> str:
+        raw = self._raw(key)
+        value = default if raw is None else raw
+        if choices is not None and value not in choices:
+            raise ParamError(f"{key} must be one of {', '.join(choices)}, got {value!r}")
+        return value
+
+    def duration(self, key: str, default: int | None) -> int | None:
+        raw = self._raw(key)
+        return default if raw is None else parse_duration(raw)
+
+    def unused(self) -> list[str]:
+        return sorted(set(self.values) - self.used)

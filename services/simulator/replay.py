@@ -1,0 +1,143 @@
+"""The replay-directory sink: records as Spark's Kafka source would show them.
+
+Layout: `DIR/records/part-NNNNN.parquet` (or `.jsonl`), numbered from 00000 in log
+order, at most `rows_per_file` rows each. Each file is written under a hidden temporary
+name (`.part-NNNNN.*.tmp`) and renamed into place, so a reader listing `part-*` never
+sees a partial file. Rows are in the order the coordinator appended them; within each
+`partition`, offsets increase.
+
+Row schema (Spark's Kafka source): `topic` string, `partition` int32, `offset` int64,
+`timestamp` timestamp[ms, UTC], `key` binary, `value` binary (null: a tombstone). In
+JSON Lines the timestamp is epoch milliseconds and key/value are lowercase hex (value
+null for a tombstone), the line format `groupscope decode` reads.
+
+A read_committed consumer never sees aborted transactional records or control records,
+so neither is written here; their offsets are gaps.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from services.simulator.log import Row
+
+FORMATS = ("parquet", "jsonl")
+DEFAULT_ROWS_PER_FILE = 200_000
+
+
+class ReplayDirectory:
+    """A `Sink` writing `records/part-NNNNN.{parquet,jsonl}` files under `root`."""
+
+    def __init__(
+        self,
+        root: str | os.PathLike,
+        topic: str = "__consumer_offsets",
+        fmt: str = "parquet",
+        rows_per_file: int = DEFAULT_ROWS_PER_FILE,
+    ) -> None:
+        if fmt not in FORMATS:
+            raise ValueError(f"unknown format {fmt!r}; choose from {', '.join(FORMATS)}")
+        if rows_per_file < 1:
+            raise ValueError("rows_per_file must be at least 1")
+        self.dir = Path(root) / "records"
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.topic = topic
+        self.fmt = fmt
+        self.rows_per_file = rows_per_file
+        self.files = 0
+        self._rows: list[Row] = []
+
+    def write(self, rows: Sequence[Row]) -> None:
+        self._rows.extend(rows)
+        if len(self._rows) >= self.rows_per_file:
+            self._flush_full()
+
+    def write_transaction(self, rows: Sequence[Row], commit: bool) -> None:
+        if commit:
+            self.write(rows)
+
+    def close(self) -> None:
+        self._flush_full()
+        if self._rows:
+            self._write_file(self._rows)
+            self._rows = []
+
+    def _flush_full(self) -> None:
+        n = self.rows_per_file
+        while len(self._rows) >= n:
+            self._write_file(self._rows[:n])
+            del self._rows[:n]
+
+    def _write_file(self, rows: list[Row]) -> None:
+        name = f"part-{self.files:05d}.{self.fmt}"
+        tmp = self.dir / f".{name}.tmp"
+        if self.fmt == "parquet":
+            _write_parquet(tmp, self.topic, rows)
+        else:
+            _write_jsonl(tmp, self.topic, rows)
+        os.replace(tmp, self.dir / name)
+        self.files += 1
+
+
+def _write_parquet(path: Path, topic: str, rows: list[Row]) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    partitions, offsets, timestamps, keys, values = zip(*rows, strict=True)
+    table = pa.table(
+        {
+            "topic": pa.array([topic] * len(rows), pa.string()),
+            "partition": pa.array(partitions, pa.int32()),
+            "offset": pa.array(offsets, pa.int64()),
+            "timestamp": pa.array(timestamps, pa.timestamp("ms", tz="UTC")),
+            "key": pa.array(keys, pa.binary()),
+            "value": pa.array(values, pa.binary()),
+        }
+    )
+    pq.write_table(table, path)
+
+
+def _write_jsonl(path: Path, topic: str, rows: list[Row]) -> None:
+    dumps = json.JSONEncoder(separators=(", ", ": ")).encode
+    with open(path, "w", encoding="utf-8") as out:
+        out.writelines(
+            dumps(
+                {
+                    "topic": topic,
+                    "partition": p,
+                    "offset": o,
+                    "timestamp": ts,
+                    "key": k.hex(),
+                    "value": None if v is None else v.hex(),
+                }
+            )
+            + "\n"
+            for p, o, ts, k, v in rows
+        )
+
+
+def read_replay(root: str | os.PathLike) -> list[dict]:
+    """Every row of a replay directory in file order, as dicts with bytes keys and values.
+
+    The reader side of the contract above, for tests and tools (timestamps as epoch ms).
+    """
+    rows: list[dict] = []
+    for path in sorted((Path(root) / "records").glob("part-*")):
+        if path.suffix == ".parquet":
+            import pyarrow.parquet as pq
+
+            table = pq.read_table(path)
+            ts = table.column("timestamp").cast("int64").to_pylist()
+            for row, t in zip(table.to_pylist(), ts, strict=True):
+                rows.append({**row, "timestamp": t})
+        else:
+            with open(path, encoding="utf-8") as lines:
+                for line in lines:
+                    row = json.loads(line)
+                    row["key"] = bytes.fromhex(row["key"])
+                    row["value"] = None if row["value"] is None else bytes.fromhex(row["value"])
+                    rows.append(row)
+    return rows
