@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from operator import itemgetter
 
 TopicPartition = tuple[str, int]
 Assignment = dict[str, list[TopicPartition]]
@@ -47,17 +48,23 @@ def _topic_partition(value: object, member_id: str) -> TopicPartition:
 
 
 def _owned(values: Iterable, member_id: str) -> tuple[TopicPartition, ...]:
-    """Owned partitions as tuples; a fast path for well-formed pairs, checks for the rest."""
-    owned = []
-    for value in values:
-        cls = type(value)
-        if (cls is tuple or cls is list) and len(value) == 2:
-            topic, partition = value
-            if type(topic) is str and type(partition) is int and partition >= 0:
-                owned.append(value if cls is tuple else (topic, partition))
-                continue
-        owned.append(_topic_partition(value, member_id))
-    return tuple(owned)
+    """Owned partitions as tuples: checked in bulk when well formed, one by one otherwise."""
+    if isinstance(values, (str, bytes, Mapping)):
+        raise AssignmentError(f"member {member_id!r}: owned must be a list of [topic, partition]")
+    items = values if isinstance(values, (list, tuple)) else list(values)
+    try:
+        pairs = tuple(map(tuple, items))
+    except TypeError:
+        pairs = ()
+    if (
+        len(pairs) == len(items)
+        and set(map(len, pairs)) <= {2}
+        and set(map(type, map(itemgetter(0), pairs))) <= {str}
+        and set(map(type, map(itemgetter(1), pairs))) <= {int}
+        and min(map(itemgetter(1), pairs), default=0) >= 0
+    ):
+        return pairs
+    return tuple(_topic_partition(value, member_id) for value in items)
 
 
 def _optional_str(raw: Mapping, key: str, member_id: str) -> str | None:

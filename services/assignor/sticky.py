@@ -53,4 +53,5 @@ def assign_sticky(
         for i, gone in losing.items():
             assignment[i] = [g for g in assignment[i] if g not in gone]
     tuples = prep.partition_tuples()
-    return {m.id: [tuples[g] for g in assignment[i]] for i, m in enumerate(members)}
+    lookup = tuples.__getitem__
+    return {m.id: list(map(lookup, assignment[i])) for i, m in enumerate(members)}

@@ -115,11 +115,16 @@ class StickyInput:
         if cached is not None:
             return cached
         topic_index, counts, base = self.topic_index, self.counts, self.base
-        gids = []
+        gids: list[int] = []
+        append = gids.append
+        last, limit, offset = None, 0, 0
         for topic, partition in self.members[member].owned:
-            t = topic_index.get(topic)
-            if t is not None and partition < counts[t]:
-                gids.append(base[t] + partition)
+            if topic is not last:
+                last = topic
+                t = topic_index.get(topic)
+                limit, offset = (0, 0) if t is None else (counts[t], base[t])
+            if partition < limit:
+                append(offset + partition)
         self._raw_owned[member] = gids
         return gids
 

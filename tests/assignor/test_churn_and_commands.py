@@ -55,6 +55,9 @@ def test_assign_raises_for_bad_input():
         assign("sticky", {"t": 2}, [member("a", ["t"], tps("t-0, t-0"))])
     with pytest.raises(AssignmentError, match="appears twice"):
         assign("sticky", {"t": 2}, [member("a", ["t"]), member("a", ["t"])])
+    for owned in ([1], ["ab"], [["t", True]], [["t", -1]], "t-0"):
+        with pytest.raises(AssignmentError, match="member 'a'"):
+            assign("sticky", {"t": 2}, [{"id": "a", "topics": ["t"], "owned": owned}])
 
 
 def run_cli(monkeypatch, capsys, argv, stdin):
