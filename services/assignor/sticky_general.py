@@ -106,18 +106,16 @@ class GeneralBuilder:
         n = len(members)
         t_count = len(prep.topics)
         self.topic_of = prep.topic_of()
-        self.topics_of: list[list[int]] = []
+        index = prep.topic_index
+        self.topics_of: list[list[int]] = [
+            [index[t] for t in m.topics if t in index] for m in members
+        ]
         self.subscribed: list[bytearray] = [bytearray(n) for _ in range(t_count)]
         self.potential: list[list[int]] = [[] for _ in range(t_count)]
         for i in prep.order:
-            mine = [prep.topic_index[t] for t in members[i].topics if t in prep.topic_index]
-            for t in mine:
+            for t in self.topics_of[i]:
                 self.subscribed[t][i] = 1
                 self.potential[t].append(i)
-        for i in range(n):
-            self.topics_of.append(
-                [prep.topic_index[t] for t in members[i].topics if t in prep.topic_index]
-            )
         self.max_size = [
             prep.total if len(topics) == t_count else sum(prep.counts[t] for t in topics)
             for topics in self.topics_of
@@ -182,17 +180,15 @@ class GeneralBuilder:
             self.sizes[i] = len(kept)
         return assigned
 
-    def _take(self, member: int, gid: int) -> None:
-        self.sorted.remove(member)
-        self.current[member].append(gid)
-        self.owner[gid] = member
-        self.sizes[member] += 1
-        self.sorted.add(member)
-
     def _maybe_assign(self, partitions: list[int], use_racks: bool) -> list[int]:
-        """Hand each partition to the least loaded subscriber; returns those left over."""
-        rack_info = self.prep.rack_info
+        """Hand each partition to the least loaded subscriber; returns those left over.
+
+        ``maybeAssignPartition`` inlined: this loop runs once per unassigned partition.
+        """
+        mismatch = self.prep.rack_info.mismatch
         topic_of, subscribed, potential = self.topic_of, self.subscribed, self.potential
+        keys, n, by_rank = self.sorted.keys, self.sorted.n, self.sorted.by_rank
+        sizes, current, owner = self.sizes, self.current, self.owner
         left = []
         for g in partitions:
             t = topic_of[g]
@@ -200,9 +196,14 @@ class GeneralBuilder:
                 left.append(g)
                 continue
             subs = subscribed[t]
-            for member in self.sorted:
-                if subs[member] and not (use_racks and rack_info.mismatch(member, g)):
-                    self._take(member, g)
+            for index, key in enumerate(keys):
+                member = by_rank[key % n]
+                if subs[member] and not (use_racks and mismatch(member, g)):
+                    del keys[index]
+                    insort(keys, key + n, index)
+                    sizes[member] += 1
+                    current[member].append(g)
+                    owner[g] = member
                     break
             else:
                 left.append(g)
