@@ -147,6 +147,10 @@ class StickyInput:
         Where two members claim one partition the higher generation keeps it; with equal
         generations neither does and the partition is remembered as multiply owned.
         Partitions beyond a topic's current count are ignored (Kafka never shrinks topics).
+
+        Kafka's quirk is kept: the reference subscription is the first non-empty one, so a
+        member with an empty subscription met before it still counts as "equal", and the
+        constrained builder then deals it partitions like everyone else.
         """
         all_equal = True
         reference: set[str] = set()

@@ -182,3 +182,14 @@ def test_hashmap_order_decides_who_keeps_the_extra_partition():
         assert sorted(result["consumer2"]) == owned["consumer2"]
         assert sorted(result["consumer1"]) == tps("t-0, t-1")
         assert sorted(result["consumer3"]) == tps("t-2, t-6")
+
+
+def test_kafka_quirk_empty_subscription_seen_first_counts_as_equal():
+    """allSubscriptionsEqual takes the first non-empty subscription as the reference. A JVM
+    iterates a HashMap of "A", "B" as A, B, so A's empty subscription is skipped, the group
+    counts as identical and the constrained builder deals A partitions too. Seen in the
+    other order, the general builder would give A nothing."""
+    members = [member("A", []), member("B", ["t"])]
+    result = assign("sticky", {"t": 4}, members)
+    assert sorted(len(p) for p in result.values()) == [2, 2]
+    assert assign("range", {"t": 4}, members)["A"] == []
