@@ -6,7 +6,13 @@ from collections.abc import Mapping
 from itertools import repeat
 
 from services.assignor.javaorder import hashmap_order, java_str_key
-from services.assignor.model import AssignmentError, Member
+from services.assignor.model import AssignmentError, Member, PartitionAssignorError
+
+
+def missing_topic(topic: str) -> PartitionAssignorError:
+    return PartitionAssignorError(
+        f"Members are subscribed to topic {topic} which doesn't exist in the topic metadata."
+    )
 
 
 def member_order(members: list[Member]) -> list[Member]:

@@ -8,95 +8,12 @@ preferring to hand a partition back to its previous owner from an older generati
 
 from __future__ import annotations
 
-from bisect import bisect_left, insort
+from bisect import insort
 from itertools import compress
 
-from services.assignor.javaorder import JavaHashSetPicker, string_hash, topic_partition_hash
+from services.assignor.javaorder import string_hash, topic_partition_hash
 from services.assignor.sticky_input import DEFAULT_GENERATION, StickyInput
-
-
-class _SortedMembers:
-    """Kafka's ``TreeSet`` ordered by (assignment size, member id), as one sorted int list.
-
-    A member's key is ``size * N + rank``; it must be removed before its size changes and
-    re-added afterwards, exactly as Kafka does with its comparator-backed TreeSet.
-    """
-
-    __slots__ = ("by_rank", "keys", "n", "rank", "sizes")
-
-    def __init__(self, prep: StickyInput, sizes: list[int]) -> None:
-        self.n = len(prep.members)
-        self.rank = prep.rank
-        self.by_rank = prep.by_rank
-        self.sizes = sizes
-        self.keys: list[int] = []
-
-    def add(self, member: int) -> None:
-        insort(self.keys, self.sizes[member] * self.n + self.rank[member])
-
-    def remove(self, member: int) -> None:
-        key = self.sizes[member] * self.n + self.rank[member]
-        i = bisect_left(self.keys, key)
-        if i < len(self.keys) and self.keys[i] == key:
-            del self.keys[i]
-
-    def __iter__(self):
-        by_rank, n = self.by_rank, self.n
-        return (by_rank[k % n] for k in self.keys)
-
-    def first(self) -> int:
-        return self.by_rank[self.keys[0] % self.n]
-
-    def last(self) -> int:
-        return self.by_rank[self.keys[-1] % self.n]
-
-
-class _PartitionMovements:
-    """``AbstractStickyAssignor.PartitionMovements`` (only what the assignment needs)."""
-
-    def __init__(self, hash_of) -> None:
-        self.hash_of = hash_of
-        self.moves: dict[int, tuple[int, int]] = {}
-        self.by_topic: dict[int, dict[tuple[int, int], JavaHashSetPicker]] = {}
-
-    def _remove_record(self, gid: int, topic: int) -> tuple[int, int]:
-        pair = self.moves.pop(gid)
-        pairs = self.by_topic[topic]
-        pairs[pair].discard(gid)
-        if not len(pairs[pair]):
-            del pairs[pair]
-        if not pairs:
-            del self.by_topic[topic]
-        return pair
-
-    def _add_record(self, gid: int, topic: int, pair: tuple[int, int]) -> None:
-        self.moves[gid] = pair
-        pairs = self.by_topic.setdefault(topic, {})
-        if pair not in pairs:
-            pairs[pair] = JavaHashSetPicker(self.hash_of)
-        pairs[pair].add(gid)
-
-    def move(self, gid: int, topic: int, old: int, new: int) -> None:
-        if gid in self.moves:
-            src, _ = self._remove_record(gid, topic)
-            if src != new:
-                self._add_record(gid, topic, (src, new))
-        else:
-            self._add_record(gid, topic, (old, new))
-
-    def actual_partition_to_move(self, gid: int, topic: int, old: int, new: int) -> int:
-        """``getTheActualPartitionToBeMoved``: undo an earlier opposite move if there is one.
-
-        Which partition of that reverse move comes back depends on Kafka's HashSet order,
-        which we replay from ``TopicPartition.hashCode``.
-        """
-        pairs = self.by_topic.get(topic)
-        if pairs is None:
-            return gid
-        if gid in self.moves:
-            old = self.moves[gid][0]
-        reverse = pairs.get((new, old))
-        return gid if reverse is None else reverse.first()
+from services.assignor.sticky_structures import PartitionMovements, SortedMembers
 
 
 class GeneralBuilder:
@@ -131,11 +48,11 @@ class GeneralBuilder:
             start = prep.base[t]
             self.sorted_all.extend(range(start, start + prep.counts[t]))
         self.sizes = [len(c) for c in self.current]
-        self.sorted = _SortedMembers(prep, self.sizes)
+        self.sorted = SortedMembers(prep, self.sizes)
         self.revocation_required = False
         topic_hashes = [string_hash(t) for t in prep.topics]
         topic_of = self.topic_of
-        self.movements = _PartitionMovements(
+        self.movements = PartitionMovements(
             lambda g: topic_partition_hash(topic_hashes[topic_of[g]], g - prep.base[topic_of[g]])
         )
 
