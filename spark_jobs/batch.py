@@ -88,6 +88,44 @@ def _commit(row: dict[str, Any]) -> OffsetCommit:
     )
 
 
+def reduce_batch(df: DataFrame) -> DataFrame:
+    """The whole batch in one Spark job, without caching the source.
+
+    SQL-decoded offset commits reduce to the latest per (group, topic, partition), with
+    their count; every other record keeps its own row (its grouping key is its source
+    position) with its bytes, for the codec on the driver.
+    """
+    decoded = df.select(*source_columns(), *decode_offset_commits())
+    fast = F.col("fast_ok")
+    keyed = decoded.select(
+        "*",
+        F.when(~fast, F.col("source_partition")).alias("raw_partition"),
+        F.when(~fast, F.col("source_offset")).alias("raw_offset"),
+    )
+    return (
+        keyed.groupBy("group", "topic", "partition_id", "raw_partition", "raw_offset")
+        .agg(
+            F.max_by(
+                F.struct(
+                    "committed_offset",
+                    "leader_epoch",
+                    "metadata",
+                    "commit_ms",
+                    "expire_ms",
+                    "source_partition",
+                    "source_offset",
+                    "source_time",
+                    F.when(~fast, F.col("key")).alias("key"),
+                    F.when(~fast, F.col("value")).alias("value"),
+                ),
+                "source_offset",
+            ).alias("c"),
+            F.count("*").alias("n"),
+        )
+        .select("group", "topic", "partition_id", "c.*", "n")
+    )
+
+
 class BatchProcessor:
     """The foreachBatch function, with the state that lives between batches."""
 
@@ -110,11 +148,7 @@ class BatchProcessor:
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
         started = time.perf_counter()
-        decoded = df.select(*source_columns(), *decode_offset_commits()).persist()
-        try:
-            batch, stats = self._build(decoded, batch_id)
-        finally:
-            decoded.unpersist()
+        batch, stats = self._build(df, batch_id)
         self.retry.run(lambda: self.store.write_batch(batch))
         stats.seconds = time.perf_counter() - started
         self.last = stats
@@ -133,50 +167,20 @@ class BatchProcessor:
 
     def _build(self, df: DataFrame, batch_id: int) -> tuple[BatchWrite, BatchStats]:
         stats = BatchStats(batch_id=batch_id)
-        progress = (
-            df.groupBy("source_partition")
-            .agg(F.max("source_offset").alias("last"), F.count("*").alias("n"))
-            .collect()
-        )
-        stats.records = sum(r["n"] for r in progress)
-        stats.end_offsets = {r["source_partition"]: r["last"] for r in progress}
-        if not stats.records:
-            return BatchWrite(batch_id, self.source, datetime.now(UTC)), stats
-
-        fast = df.where("fast_ok")
-        latest = (
-            fast.groupBy("group", "topic", "partition_id")
-            .agg(
-                F.max_by(
-                    F.struct(
-                        "committed_offset",
-                        "leader_epoch",
-                        "metadata",
-                        "commit_ms",
-                        "expire_ms",
-                        "source_partition",
-                        "source_offset",
-                    ),
-                    "source_offset",
-                ).alias("c"),
-                F.count("*").alias("n"),
-            )
-            .select("group", "topic", "partition_id", "c.*", "n")
-        )
+        rows = reduce_batch(df).toArrow().to_pylist()
         offsets: dict[tuple[str, str, int], OffsetCommit] = {}
-        for row in latest.toArrow().to_pylist():
+        remainder = []
+        for row in rows:
+            stats.records += row["n"]
+            partition, last = row["source_partition"], row["source_offset"]
+            stats.end_offsets[partition] = max(stats.end_offsets.get(partition, -1), last)
+            if row["group"] is None:
+                remainder.append(row)
+                continue
             stats.offset_commits += row["n"]
             offsets[(row["group"], row["topic"], row["partition_id"])] = _commit(row)
-        for row in fast.select("group", "source_partition").distinct().collect():
-            self._check_partition(row["group"], row["source_partition"])
-
-        remainder = (
-            df.where("NOT fast_ok")
-            .select("source_partition", "source_offset", "source_time", "key", "value")
-            .orderBy("source_partition", "source_offset")
-            .toArrow()
-            .to_pylist()
-        )
+            self._check_partition(row["group"], partition)
+        remainder.sort(key=lambda r: (r["source_partition"], r["source_offset"]))
         failures = self._remainder(remainder, offsets, stats)
         generations, events = self.tracker.drain()
         stats.generations = len(generations)

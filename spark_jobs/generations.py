@@ -3,8 +3,10 @@
 Pure Python (codec dicts in, store dataclasses out), so it runs on the driver and is
 tested without Spark. Semantics follow DESIGN.md §3:
 
-* **Classic groups.** Each GroupMetadata record is one generation. A member's identity
-  is its group instance id when set (static membership), else its member id.
+* **Classic groups.** Each GroupMetadata record of a new generation id is one generation.
+  A member's identity is its group instance id when set (static membership), else its
+  member id. A record that repeats the generation id (a static member rejoined within its
+  session timeout) only refreshes the tracker's view.
 * **Cooperative episodes.** Under a cooperative protocol, the generation in which a
   surviving member's partition is left unassigned is the revocation round. The next
   generation completes the episode. The episode's churn is measured from the generation
@@ -178,6 +180,14 @@ class GenerationTracker:
             )
         protocol = value["protocol"]
         snapshot = Snapshot(value["generation"], position, assignment, topics, protocol)
+        previous = self.last.get(group)
+        if previous is not None and previous.generation == value["generation"]:
+            # A static member rejoining within its session timeout: the coordinator
+            # rewrites the group with a new member id but the same generation
+            # (KIP-345, ClassicGroup.replaceStaticMember). Not a rebalance.
+            snapshot.revoking_from = previous.revoking_from
+            self.last[group] = snapshot
+            return
         churn = self._churn(group, snapshot, "classic")
         self.generations.append(
             Generation(

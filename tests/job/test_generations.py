@@ -1,0 +1,257 @@
+"""Generation tracking and churn, from codec records to store generations (no Spark)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from services.codec import decode_record, encode_key, encode_value
+from spark_jobs.generations import GenerationTracker, Position
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def tp(topic: str, *partitions: int) -> list[dict]:
+    return [{"topic": topic, "partitions": list(partitions)}]
+
+
+def member(mid: str, assigned: list[dict], topics=("t",), instance=None) -> dict:
+    return {
+        "member_id": mid,
+        "group_instance_id": instance,
+        "client_id": f"client-{mid}",
+        "client_host": "/10.0.0.1",
+        "rebalance_timeout": 300_000,
+        "session_timeout": 45_000,
+        "subscription": {
+            "version": 3,
+            "topics": list(topics),
+            "user_data": None,
+            "owned_partitions": [],
+            "generation_id": -1,
+            "rack_id": None,
+        },
+        "assignment": {"version": 3, "assigned_partitions": assigned, "user_data": None},
+    }
+
+
+def classic(group: str, generation: int, protocol: str, members: list[dict]) -> dict:
+    key = encode_key("group_metadata", {"group": group})
+    value = encode_value(
+        "group_metadata",
+        3,
+        {
+            "protocol_type": "consumer",
+            "generation": generation,
+            "protocol": protocol,
+            "leader": members[0]["member_id"] if members else None,
+            "current_state_timestamp": generation * 1000,
+            "members": members,
+        },
+    )
+    return decode_record(key, value)
+
+
+def feed(tracker: GenerationTracker, records: list[dict], start: int = 0) -> None:
+    for i, record in enumerate(records, start=start):
+        tracker.add(record, Position(7, i, T0))
+
+
+def test_eager_range_join_counts_moves_against_sticky_and_minimum() -> None:
+    """Range with 6 partitions: 2 members (0-2, 3-5), then a third joins (0-1, 2-3, 4-5).
+
+    Range moves partitions 2, 4 and 5 (3 moves, all from survivors); sticky would hand
+    the newcomer one partition from each member (2 moves), which is also the minimum.
+    """
+    tracker = GenerationTracker()
+    feed(
+        tracker,
+        [
+            classic(
+                "g", 1, "range", [member("a", tp("t", 0, 1, 2)), member("b", tp("t", 3, 4, 5))]
+            ),
+            classic(
+                "g",
+                2,
+                "range",
+                [
+                    member("a", tp("t", 0, 1)),
+                    member("b", tp("t", 2, 3)),
+                    member("c", tp("t", 4, 5)),
+                ],
+            ),
+        ],
+    )
+    generations, events = tracker.drain()
+    assert [g.generation for g in generations] == [1, 2]
+    assert generations[0].rebalance is None
+    churn = generations[1].rebalance
+    assert (churn.members_joined, churn.members_left) == (1, 0)
+    assert (churn.moved, churn.moves_from_survivors) == (3, 3)
+    assert (churn.baseline_moves, churn.baseline_assignor, churn.minimum_moves) == (2, "sticky", 2)
+    assert churn.from_generation == 1 and churn.from_source_offset == 0
+    assert not churn.cooperative_episode
+    assert events == []
+
+
+def test_cooperative_revoke_then_assign_is_one_episode() -> None:
+    """cooperative-sticky: gen 2 revokes t-3 from a (unassigned), gen 3 gives it to c."""
+    tracker = GenerationTracker()
+    feed(
+        tracker,
+        [
+            classic("co", 1, "cooperative-sticky", [member("a", tp("t", 0, 1, 2, 3))]),
+            classic(
+                "co",
+                2,
+                "cooperative-sticky",
+                [member("a", tp("t", 0, 1)), member("c", [])],
+            ),
+            classic(
+                "co",
+                3,
+                "cooperative-sticky",
+                [member("a", tp("t", 0, 1)), member("c", tp("t", 2, 3))],
+            ),
+        ],
+    )
+    generations, _ = tracker.drain()
+    assert generations[1].rebalance is None  # the revocation round carries no churn
+    episode = generations[2].rebalance
+    assert episode.cooperative_episode
+    assert episode.from_generation == 1  # measured from before the revocation
+    assert (episode.moved, episode.moves_from_survivors, episode.members_joined) == (2, 2, 1)
+    assert episode.baseline_moves == 2 and episode.minimum_moves == 2
+
+
+def test_static_member_restart_keeps_its_identity() -> None:
+    """A restarted static member gets a new member id but is the same member."""
+    tracker = GenerationTracker()
+    feed(
+        tracker,
+        [
+            classic("s", 1, "range", [member("a-1", tp("t", 0, 1), instance="host-a")]),
+            classic("s", 2, "range", [member("a-2", tp("t", 0, 1), instance="host-a")]),
+        ],
+    )
+    churn = tracker.drain()[0][1].rebalance
+    assert (churn.members_joined, churn.members_left, churn.moved) == (0, 0, 0)
+
+
+def test_departed_member_moves_are_not_from_survivors() -> None:
+    tracker = GenerationTracker()
+    feed(
+        tracker,
+        [
+            classic("d", 1, "range", [member("a", tp("t", 0)), member("b", tp("t", 1))]),
+            classic("d", 2, "range", [member("a", tp("t", 0, 1))]),
+        ],
+    )
+    churn = tracker.drain()[0][1].rebalance
+    assert (churn.moved, churn.moves_from_survivors, churn.members_left) == (1, 0, 1)
+
+
+def test_replayed_records_are_skipped() -> None:
+    records = [
+        classic("r", 1, "range", [member("a", tp("t", 0))]),
+        classic("r", 2, "range", [member("a", tp("t", 0)), member("b", [])]),
+    ]
+    tracker = GenerationTracker()
+    feed(tracker, records)
+    assert len(tracker.drain()[0]) == 2
+    feed(tracker, records)  # the same positions again, as after a crash
+    assert tracker.drain()[0] == []
+
+
+def test_group_tombstone_is_a_deletion_event() -> None:
+    tracker = GenerationTracker()
+    feed(tracker, [classic("x", 1, "range", [member("a", tp("t", 0))])])
+    tracker.add(
+        decode_record(encode_key("group_metadata", {"group": "x"}), None), Position(7, 5, T0)
+    )
+    generations, events = tracker.drain()
+    assert len(generations) == 1
+    assert events[0].deleted and events[0].group == "x"
+    assert "x" not in tracker.last
+
+
+TOPIC_ID = "Vx1c0Q2nQx2mCq1BfO3_Xw"
+
+
+def kip848(kind: str, key: dict, value: dict | None) -> dict:
+    return decode_record(encode_key(kind, key), encode_value(kind, 0, value) if value else None)
+
+
+def test_kip848_epochs_map_topic_ids_and_use_uniform() -> None:
+    def member_meta(mid: str) -> dict:
+        return kip848(
+            "consumer_group_member_metadata",
+            {"group_id": "k", "member_id": mid},
+            {
+                "instance_id": None,
+                "rack_id": None,
+                "client_id": f"c-{mid}",
+                "client_host": "/h",
+                "subscribed_topic_names": ["stock"],
+                "subscribed_topic_regex": None,
+                "rebalance_timeout_ms": 1000,
+                "server_assignor": "uniform",
+            },
+        )
+
+    def target(mid: str, partitions: list[int]) -> dict:
+        return kip848(
+            "consumer_group_target_assignment_member",
+            {"group_id": "k", "member_id": mid},
+            {"topic_partitions": [{"topic_id": TOPIC_ID, "partitions": partitions}]},
+        )
+
+    def epoch(n: int) -> list[dict]:
+        return [
+            kip848("consumer_group_metadata", {"group_id": "k"}, {"epoch": n}),
+        ]
+
+    def target_epoch(n: int) -> dict:
+        return kip848(
+            "consumer_group_target_assignment_metadata", {"group_id": "k"}, {"assignment_epoch": n}
+        )
+
+    partition_metadata = kip848(
+        "consumer_group_partition_metadata",
+        {"group_id": "k"},
+        {
+            "topics": [
+                {
+                    "topic_id": TOPIC_ID,
+                    "topic_name": "stock",
+                    "num_partitions": 4,
+                    "partition_metadata": [],
+                }
+            ]
+        },
+    )
+    records = [
+        member_meta("m1"),
+        partition_metadata,
+        *epoch(1),
+        target("m1", [0, 1, 2, 3]),
+        target_epoch(1),
+        member_meta("m2"),
+        *epoch(2),
+        target("m1", [0, 1]),
+        target("m2", [2, 3]),
+        target_epoch(2),
+    ]
+    tracker = GenerationTracker()
+    feed(tracker, records)
+    generations, _ = tracker.drain()
+    assert [g.generation for g in generations] == [1, 2]
+    first, second = generations
+    assert first.group_type == "consumer" and first.assignor == "uniform"
+    assert first.source_offset == 2  # the ConsumerGroupMetadata record's position
+    assert {m.member_id: dict(m.assignment) for m in second.members} == {
+        "m1": {"stock": [0, 1]},
+        "m2": {"stock": [2, 3]},
+    }
+    churn = second.rebalance
+    assert churn.baseline_assignor == "uniform"
+    assert (churn.moved, churn.members_joined, churn.minimum_moves) == (2, 1, 2)
