@@ -1,4 +1,4 @@
-"""History schema: groups, generations, members, assignments, rebalances, offsets.
+"""History schema: groups, generations with members and assignments, rebalances, offsets.
 
 Revision ID: 0001
 Revises:
@@ -69,12 +69,10 @@ def upgrade() -> None:
         sa.Column("source_partition", sa.Integer(), nullable=False),
         sa.Column("source_offset", sa.BigInteger(), nullable=False),
         sa.Column("batch_id", sa.BigInteger(), nullable=False),
-        sa.ForeignKeyConstraint(
-            ["group_name"], ["groups.name"], name=op.f("fk_committed_offsets_group_name_groups")
-        ),
         sa.PrimaryKeyConstraint(
             "group_name", "topic", "partition", name=op.f("pk_committed_offsets")
         ),
+        postgresql_with={"fillfactor": 50},
     )
     op.create_table(
         "generations",
@@ -107,24 +105,22 @@ def upgrade() -> None:
     op.create_table(
         "offset_history",
         sa.Column("group_name", sa.Text(), nullable=False),
-        sa.Column("topic", sa.Text(), nullable=False),
-        sa.Column("partition", sa.Integer(), nullable=False),
-        sa.Column("batch_id", sa.BigInteger(), nullable=False),
-        sa.Column("committed_offset", sa.BigInteger(), nullable=True),
-        sa.Column("commit_timestamp", sa.DateTime(timezone=True), nullable=True),
-        sa.Column("batch_time", sa.DateTime(timezone=True), nullable=False),
         sa.Column("source_offset", sa.BigInteger(), nullable=False),
-        sa.ForeignKeyConstraint(
-            ["group_name"], ["groups.name"], name=op.f("fk_offset_history_group_name_groups")
+        sa.Column("batch_id", sa.BigInteger(), nullable=False),
+        sa.Column("batch_time", sa.DateTime(timezone=True), nullable=False),
+        sa.Column("topics", postgresql.ARRAY(sa.Text()), nullable=False),
+        sa.Column("partitions", postgresql.ARRAY(sa.Integer()), nullable=False),
+        sa.Column("committed_offsets", postgresql.ARRAY(sa.BigInteger()), nullable=False),
+        sa.Column(
+            "commit_timestamps", postgresql.ARRAY(sa.DateTime(timezone=True)), nullable=False
         ),
-        sa.PrimaryKeyConstraint(
-            "group_name", "topic", "partition", "batch_id", name=op.f("pk_offset_history")
-        ),
+        sa.Column("source_offsets", postgresql.ARRAY(sa.BigInteger()), nullable=False),
+        sa.PrimaryKeyConstraint("group_name", "source_offset", name=op.f("pk_offset_history")),
     )
     op.create_index(
-        "ix_offset_history_group_name_commit_timestamp",
+        "ix_offset_history_group_name_batch_time",
         "offset_history",
-        ["group_name", "commit_timestamp"],
+        ["group_name", "batch_time"],
         unique=False,
     )
     op.create_table(
@@ -140,12 +136,7 @@ def upgrade() -> None:
         sa.Column("rack", sa.Text(), nullable=True),
         sa.Column("owned_partitions", postgresql.JSONB(astext_type=sa.Text()), nullable=True),
         sa.Column("reported_generation", sa.Integer(), nullable=True),
-        sa.ForeignKeyConstraint(
-            ["generation_pk"],
-            ["generations.id"],
-            name=op.f("fk_generation_members_generation_pk_generations"),
-            ondelete="CASCADE",
-        ),
+        sa.Column("assignment", postgresql.JSONB(astext_type=sa.Text()), nullable=False),
         sa.PrimaryKeyConstraint("generation_pk", "member_id", name=op.f("pk_generation_members")),
     )
     op.create_table(
@@ -190,36 +181,14 @@ def upgrade() -> None:
     op.create_index(
         "ix_rebalances_group_name_time", "rebalances", ["group_name", "time"], unique=False
     )
-    op.create_table(
-        "assignments",
-        sa.Column("generation_pk", sa.BigInteger(), nullable=False),
-        sa.Column("member_id", sa.Text(), nullable=False),
-        sa.Column("topic", sa.Text(), nullable=False),
-        sa.Column("partitions", postgresql.ARRAY(sa.Integer()), nullable=False),
-        sa.ForeignKeyConstraint(
-            ["generation_pk", "member_id"],
-            ["generation_members.generation_pk", "generation_members.member_id"],
-            name=op.f("fk_assignments_generation_pk_member_id_generation_members"),
-            ondelete="CASCADE",
-        ),
-        sa.PrimaryKeyConstraint("generation_pk", "member_id", "topic", name=op.f("pk_assignments")),
-    )
-    op.create_index(
-        "ix_assignments_topic_generation_pk",
-        "assignments",
-        ["topic", "generation_pk"],
-        unique=False,
-    )
 
 
 def downgrade() -> None:
-    op.drop_index("ix_assignments_topic_generation_pk", table_name="assignments")
-    op.drop_table("assignments")
     op.drop_index("ix_rebalances_group_name_time", table_name="rebalances")
     op.drop_index(op.f("ix_rebalances_from_generation_pk"), table_name="rebalances")
     op.drop_table("rebalances")
     op.drop_table("generation_members")
-    op.drop_index("ix_offset_history_group_name_commit_timestamp", table_name="offset_history")
+    op.drop_index("ix_offset_history_group_name_batch_time", table_name="offset_history")
     op.drop_table("offset_history")
     op.drop_index("ix_generations_group_name_time", table_name="generations")
     op.drop_table("generations")

@@ -1,8 +1,12 @@
-"""Postmortem views: group_timeline, partition_ownership, rebalance_storms.
+"""Postmortem views: group_timeline, partition_ownership, rebalance_storms and more.
 
 They answer the postmortem questions in plain SQL, for psql or Grafana's PostgreSQL
 data source; the `groupscope postmortem`, `owner` and `storms` commands read them too.
 
+- `assignments`: one row per generation, member and topic with the partitions as an
+  integer array (generation_members keeps them as JSON in the member's row).
+- `offset_history_entries`: offset_history unnested, one row per group, topic,
+  partition and batch that moved it (committed_offset NULL: deleted).
 - `members_missing_from(generation_pk, other_pk)`: the members of one generation that
   are not in the other, as a JSON array (so joined = missing_from(this, previous) and
   left = missing_from(previous, this)).
@@ -12,7 +16,7 @@ data source; the `groupscope postmortem`, `owner` and `storms` commands read the
   one, else its member id), the rebalance's churn (NULL for the first generation
   seen), the time since the previous generation and the committed-offset progress
   made during the generation (sum over partitions of offsets advanced before the next
-  generation, from offset_history).
+  generation, from offset_history_entries).
 - `partition_ownership`: one row per generation, topic and partition with the member
   that owned it from `valid_from` until `valid_until` (NULL: still the latest).
 - `rebalance_storms_between(from, to, window, min_rebalances)`: storms, worst first:
@@ -32,6 +36,24 @@ revision: str = "0002"
 down_revision: str | Sequence[str] | None = "0001"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
+
+ASSIGNMENTS = """
+CREATE VIEW assignments AS
+SELECT m.generation_pk, m.member_id, a.topic,
+       ARRAY(SELECT jsonb_array_elements_text(a.partitions)::integer) AS partitions
+FROM generation_members m
+CROSS JOIN LATERAL jsonb_each(m.assignment) AS a(topic, partitions)
+"""
+
+OFFSET_HISTORY_ENTRIES = """
+CREATE VIEW offset_history_entries AS
+SELECT h.group_name, e.topic, e.partition, e.committed_offset, e.commit_timestamp,
+       e.source_offset, h.batch_id, h.batch_time
+FROM offset_history h
+CROSS JOIN LATERAL unnest(h.topics, h.partitions, h.committed_offsets, h.commit_timestamps,
+                          h.source_offsets)
+    AS e(topic, partition, committed_offset, commit_timestamp, source_offset)
+"""
 
 MEMBERS_MISSING_FUNCTION = """
 CREATE FUNCTION members_missing_from(generation bigint, other bigint) RETURNS jsonb
@@ -102,16 +124,16 @@ LEFT JOIN LATERAL (
     SELECT sum(e.committed_offset - s.committed_offset) AS committed_progress
     FROM (
         SELECT DISTINCT ON (topic, partition) topic, partition, committed_offset
-        FROM offset_history h
+        FROM offset_history_entries h
         WHERE h.group_name = g.group_name AND h.commit_timestamp <= g.time
-        ORDER BY topic, partition, commit_timestamp DESC, batch_id DESC
+        ORDER BY topic, partition, source_offset DESC
     ) s
     JOIN (
         SELECT DISTINCT ON (topic, partition) topic, partition, committed_offset
-        FROM offset_history h
+        FROM offset_history_entries h
         WHERE h.group_name = g.group_name
           AND h.commit_timestamp < coalesce(g.next_time, 'infinity')
-        ORDER BY topic, partition, commit_timestamp DESC, batch_id DESC
+        ORDER BY topic, partition, source_offset DESC
     ) e USING (topic, partition)
 ) progress ON true
 """
@@ -121,7 +143,7 @@ CREATE VIEW partition_ownership AS
 SELECT
     g.group_name,
     a.topic,
-    p.partition,
+    p.partition_text::integer AS partition,
     coalesce(m.group_instance_id, m.member_id) AS member,
     m.member_id,
     m.group_instance_id,
@@ -136,9 +158,9 @@ FROM (
            lead(time) OVER (PARTITION BY group_name ORDER BY time, source_offset) AS valid_until
     FROM generations
 ) g
-JOIN assignments a ON a.generation_pk = g.id
-JOIN generation_members m ON m.generation_pk = a.generation_pk AND m.member_id = a.member_id
-CROSS JOIN LATERAL unnest(a.partitions) AS p(partition)
+JOIN generation_members m ON m.generation_pk = g.id
+CROSS JOIN LATERAL jsonb_each(m.assignment) AS a(topic, partitions)
+CROSS JOIN LATERAL jsonb_array_elements_text(a.partitions) AS p(partition_text)
 """
 
 STORMS_FUNCTION = """
@@ -195,6 +217,8 @@ SELECT * FROM rebalance_storms_between('-infinity', 'infinity', interval '10 min
 
 
 def upgrade() -> None:
+    op.execute(ASSIGNMENTS)
+    op.execute(OFFSET_HISTORY_ENTRIES)
     op.execute(MEMBERS_MISSING_FUNCTION)
     op.execute(GROUP_TIMELINE)
     op.execute(PARTITION_OWNERSHIP)
@@ -210,3 +234,5 @@ def downgrade() -> None:
     op.execute("DROP VIEW partition_ownership")
     op.execute("DROP VIEW group_timeline")
     op.execute("DROP FUNCTION members_missing_from(bigint, bigint)")
+    op.execute("DROP VIEW offset_history_entries")
+    op.execute("DROP VIEW assignments")

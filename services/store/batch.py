@@ -54,9 +54,9 @@ Rules the store relies on:
   checkpoint; retry (with `RetryPolicy`) or fail the query. `BatchRejectedError`
   means the data broke a constraint; retrying the same batch will not help.
 
-Times are timezone-aware `datetime`s. Offset history is written per batch: each
-partition whose offset the batch carried gets one `offset_history` row with the
-winning commit, stamped with `batch_id` and `batch_time`.
+Times are timezone-aware `datetime`s. Offset history is written per batch, not per
+commit: each group whose offsets the batch moved gets one `offset_history` row listing
+each moved partition's new offset, stamped with `batch_id` and `batch_time`.
 """
 
 from __future__ import annotations

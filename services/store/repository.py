@@ -1,14 +1,22 @@
 """`HistoryStore`: applies one micro-batch (`services.store.batch.BatchWrite`) atomically.
 
 See `services.store.batch` for the contract the streaming job writes against. Here is
-how it is kept: every list of the batch is COPYed into a temp staging table, and one
-SQL statement per target table merges it, all in one transaction. Conflicts resolve by
-natural key plus source position, which is what makes a replayed batch a no-op.
+how it is kept, all in one transaction:
+1. the batch's groups, offsets, generations, rebalances and decode failures are COPYed
+   into temp staging tables;
+2. groups are upserted and generations inserted, skipping those already stored (their
+   record position is their identity); the insert returns the new generations' keys;
+3. the members (with their assignments) of exactly those new generations are COPYed
+   straight into their table: nothing can conflict there, so no per-row conflict
+   check is paid;
+4. rebalances, committed offsets (with their per-batch history) and decode failures
+   are merged from staging with `INSERT … ON CONFLICT`.
+Conflicts resolve by natural key plus source position, so a replayed batch is a no-op.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 
 import psycopg
 from psycopg.types.json import Jsonb
@@ -16,7 +24,7 @@ from sqlalchemy import Engine, text
 from sqlalchemy.exc import DBAPIError
 
 from services.store import staging
-from services.store.batch import BatchWrite
+from services.store.batch import BatchWrite, Generation
 from services.store.errors import BatchRejectedError, StoreUnavailableError
 
 # Every group named in the batch exists afterwards, with first/last seen widened.
@@ -62,26 +70,7 @@ SELECT group_name, generation, protocol_type, assignor, leader,
     source_timestamp, %(batch_id)s
 FROM stage_generations
 ON CONFLICT (source_partition, source_offset) DO NOTHING
-"""
-
-INSERT_MEMBERS = """
-INSERT INTO generation_members (generation_pk, member_id, group_instance_id, client_id,
-    client_host, session_timeout_ms, rebalance_timeout_ms, subscribed_topics, rack,
-    owned_partitions, reported_generation)
-SELECT g.id, m.member_id, m.group_instance_id, m.client_id,
-    m.client_host, m.session_timeout_ms, m.rebalance_timeout_ms, m.subscribed_topics, m.rack,
-    m.owned_partitions, m.reported_generation
-FROM stage_members m
-JOIN generations g USING (source_partition, source_offset)
-ON CONFLICT (generation_pk, member_id) DO NOTHING
-"""
-
-INSERT_ASSIGNMENTS = """
-INSERT INTO assignments (generation_pk, member_id, topic, partitions)
-SELECT g.id, a.member_id, a.topic, a.partitions
-FROM stage_assignments a
-JOIN generations g USING (source_partition, source_offset)
-ON CONFLICT (generation_pk, member_id, topic) DO NOTHING
+RETURNING id, source_partition, source_offset
 """
 
 INSERT_REBALANCES = """
@@ -101,39 +90,45 @@ LEFT JOIN generations f
 ON CONFLICT (to_generation_pk) DO NOTHING
 """
 
-# The batch's latest record per partition; it replaces the stored one only if later.
+# The batch's latest record per partition replaces the stored one only if it is later;
+# the partitions it did move become one offset_history row per group. A replayed batch
+# moves nothing, so it adds no history either.
 UPSERT_OFFSETS = """
-INSERT INTO committed_offsets AS c (group_name, topic, partition, committed_offset,
-    leader_epoch, metadata, commit_timestamp, expire_timestamp, deleted,
-    source_partition, source_offset, batch_id)
-SELECT DISTINCT ON (group_name, topic, partition)
-    group_name, topic, partition, committed_offset,
-    leader_epoch, metadata, commit_timestamp, expire_timestamp, committed_offset IS NULL,
-    source_partition, source_offset, %(batch_id)s
-FROM stage_offsets
-ORDER BY group_name, topic, partition, source_offset DESC
-ON CONFLICT (group_name, topic, partition) DO UPDATE SET
-    committed_offset = excluded.committed_offset,
-    leader_epoch = excluded.leader_epoch,
-    metadata = excluded.metadata,
-    commit_timestamp = excluded.commit_timestamp,
-    expire_timestamp = excluded.expire_timestamp,
-    deleted = excluded.deleted,
-    source_partition = excluded.source_partition,
-    source_offset = excluded.source_offset,
-    batch_id = excluded.batch_id
-WHERE c.source_offset < excluded.source_offset
-"""
-
-INSERT_OFFSET_HISTORY = """
-INSERT INTO offset_history (group_name, topic, partition, batch_id, committed_offset,
-    commit_timestamp, batch_time, source_offset)
-SELECT DISTINCT ON (group_name, topic, partition)
-    group_name, topic, partition, %(batch_id)s, committed_offset,
-    commit_timestamp, %(batch_time)s, source_offset
-FROM stage_offsets
-ORDER BY group_name, topic, partition, source_offset DESC
-ON CONFLICT (group_name, topic, partition, batch_id) DO NOTHING
+WITH latest AS (
+    SELECT DISTINCT ON (group_name, topic, partition) *
+    FROM stage_offsets
+    ORDER BY group_name, topic, partition, source_offset DESC
+), moved AS (
+    INSERT INTO committed_offsets AS c (group_name, topic, partition, committed_offset,
+        leader_epoch, metadata, commit_timestamp, expire_timestamp, deleted,
+        source_partition, source_offset, batch_id)
+    SELECT group_name, topic, partition, committed_offset,
+        leader_epoch, metadata, commit_timestamp, expire_timestamp, committed_offset IS NULL,
+        source_partition, source_offset, %(batch_id)s
+    FROM latest
+    ON CONFLICT (group_name, topic, partition) DO UPDATE SET
+        committed_offset = excluded.committed_offset,
+        leader_epoch = excluded.leader_epoch,
+        metadata = excluded.metadata,
+        commit_timestamp = excluded.commit_timestamp,
+        expire_timestamp = excluded.expire_timestamp,
+        deleted = excluded.deleted,
+        source_partition = excluded.source_partition,
+        source_offset = excluded.source_offset,
+        batch_id = excluded.batch_id
+    WHERE c.source_offset < excluded.source_offset
+    RETURNING group_name, topic, partition, committed_offset, commit_timestamp, source_offset
+)
+INSERT INTO offset_history (group_name, source_offset, batch_id, batch_time, topics,
+    partitions, committed_offsets, commit_timestamps, source_offsets)
+SELECT group_name, max(source_offset), %(batch_id)s, %(batch_time)s,
+    array_agg(topic ORDER BY source_offset), array_agg(partition ORDER BY source_offset),
+    array_agg(committed_offset ORDER BY source_offset),
+    array_agg(commit_timestamp ORDER BY source_offset),
+    array_agg(source_offset ORDER BY source_offset)
+FROM moved
+GROUP BY group_name
+ON CONFLICT (group_name, source_offset) DO NOTHING
 """
 
 INSERT_DECODE_FAILURES = """
@@ -154,15 +149,10 @@ ON CONFLICT (source, partition) DO UPDATE SET
 WHERE p.last_offset < excluded.last_offset
 """
 
+# Run after the generations and their members are in.
 MERGES = (
-    UPSERT_GROUPS,
-    APPLY_GROUP_EVENTS,
-    INSERT_GENERATIONS,
-    INSERT_MEMBERS,
-    INSERT_ASSIGNMENTS,
     INSERT_REBALANCES,
     UPSERT_OFFSETS,
-    INSERT_OFFSET_HISTORY,
     INSERT_DECODE_FAILURES,
 )
 
@@ -222,18 +212,24 @@ def _stage(cursor: psycopg.Cursor, batch: BatchWrite) -> None:
         (staging.GROUP_EVENTS, _group_event_rows(batch)),
         (staging.OFFSETS, _offset_rows(batch)),
         (staging.GENERATIONS, _generation_rows(batch)),
-        (staging.MEMBERS, _member_rows(batch)),
-        (staging.ASSIGNMENTS, _assignment_rows(batch)),
         (staging.REBALANCES, _rebalance_rows(batch)),
         (staging.DECODE_FAILURES, _decode_failure_rows(batch)),
     )
     for table, rows in tables:
-        table.create(cursor)
+        table.create_temp(cursor)
         table.copy(cursor, rows)
 
 
 def _merge(cursor: psycopg.Cursor, batch: BatchWrite) -> None:
     params = {"batch_id": batch.batch_id, "batch_time": batch.batch_time}
+    # Sorting 100,000 staged offsets needs ~15 MB; the 4 MB default spills to disk.
+    cursor.execute("SET LOCAL work_mem = '64MB'")
+    cursor.execute(UPSERT_GROUPS, params)
+    cursor.execute(APPLY_GROUP_EVENTS, params)
+    cursor.execute(INSERT_GENERATIONS, params)
+    created = {(sp, so): pk for pk, sp, so in cursor.fetchall()}
+    if created:
+        staging.MEMBERS.copy(cursor, _member_rows(batch, created))
     for statement in MERGES:
         cursor.execute(statement, params)
     cursor.executemany(
@@ -291,13 +287,22 @@ def _generation_rows(batch: BatchWrite) -> Iterator[tuple]:
         )
 
 
-def _member_rows(batch: BatchWrite) -> Iterator[tuple]:
+def _created(
+    batch: BatchWrite, created: dict[tuple[int, int], int]
+) -> Iterator[tuple[int, Generation]]:
+    """(primary key, generation) for each generation of the batch that is new."""
     for g in batch.generations:
+        pk = created.get((g.source_partition, g.source_offset))
+        if pk is not None:
+            yield pk, g
+
+
+def _member_rows(batch: BatchWrite, created: dict[tuple[int, int], int]) -> Iterator[tuple]:
+    for pk, g in _created(batch, created):
         for m in g.members:
             owned = m.owned_partitions
             yield (
-                g.source_partition,
-                g.source_offset,
+                pk,
                 m.member_id,
                 m.group_instance_id,
                 m.client_id,
@@ -306,16 +311,14 @@ def _member_rows(batch: BatchWrite) -> Iterator[tuple]:
                 m.rebalance_timeout_ms,
                 list(m.subscribed_topics),
                 m.rack,
-                None if owned is None else Jsonb({t: list(p) for t, p in owned.items()}),
+                None if owned is None else _partitions_json(owned),
                 m.reported_generation,
+                _partitions_json(m.assignment),
             )
 
 
-def _assignment_rows(batch: BatchWrite) -> Iterator[tuple]:
-    for g in batch.generations:
-        for m in g.members:
-            for topic, partitions in m.assignment.items():
-                yield (g.source_partition, g.source_offset, m.member_id, topic, list(partitions))
+def _partitions_json(by_topic: Mapping[str, Sequence[int]]) -> Jsonb:
+    return Jsonb({topic: list(partitions) for topic, partitions in by_topic.items()})
 
 
 def _rebalance_rows(batch: BatchWrite) -> Iterator[tuple]:

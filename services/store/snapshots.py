@@ -13,7 +13,7 @@ from datetime import datetime
 
 from sqlalchemy import Engine, select
 
-from services.store.models import Assignment, Generation, GenerationMember, Group
+from services.store.models import Generation, GenerationMember, Group
 
 
 @dataclass(frozen=True)
@@ -58,14 +58,6 @@ def latest_generations(engine: Engine) -> dict[str, LatestGeneration]:
             if pks
             else []
         )
-        assignments = (
-            conn.execute(select(Assignment).where(Assignment.generation_pk.in_(pks))).all()
-            if pks
-            else []
-        )
-    by_member: dict[tuple[int, str], dict[str, list[int]]] = {}
-    for a in assignments:
-        by_member.setdefault((a.generation_pk, a.member_id), {})[a.topic] = list(a.partitions)
     grouped: dict[int, list[LatestMember]] = {}
     for m in members:
         grouped.setdefault(m.generation_pk, []).append(
@@ -73,7 +65,7 @@ def latest_generations(engine: Engine) -> dict[str, LatestGeneration]:
                 m.member_id,
                 m.group_instance_id,
                 tuple(m.subscribed_topics or ()),
-                by_member.get((m.generation_pk, m.member_id), {}),
+                {topic: list(partitions) for topic, partitions in m.assignment.items()},
             )
         )
     return {

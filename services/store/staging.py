@@ -1,8 +1,11 @@
-"""Staging tables: per-transaction temp tables filled with binary COPY.
+"""Binary COPY targets: per-transaction staging tables, and the append-only child tables.
 
-Bulk rows go to the server in one COPY per table, then plain SQL moves them into the
-real tables with `INSERT … ON CONFLICT`. That is several times faster than row-wise
-inserts, and it lets one statement resolve a whole batch's conflicts.
+Rows that may conflict with stored ones (groups, generations, offsets, ...) go by one
+COPY per table into a temp staging table, and plain SQL merges them into the real
+tables with `INSERT … ON CONFLICT`: one statement resolves a whole batch's conflicts.
+The members of a generation that the batch newly created cannot conflict with
+anything, so they are COPYed straight into their table, the fastest path PostgreSQL
+has.
 """
 
 from __future__ import annotations
@@ -14,13 +17,14 @@ import psycopg
 
 
 @dataclass(frozen=True)
-class StagingTable:
-    """A temp table dropped at commit, declared as (column, PostgreSQL type) pairs."""
+class CopyTable:
+    """A table to COPY into, declared as (column, PostgreSQL type) pairs."""
 
     name: str
     columns: tuple[tuple[str, str], ...]
 
-    def create(self, cursor: psycopg.Cursor) -> None:
+    def create_temp(self, cursor: psycopg.Cursor) -> None:
+        """Create it as a temp table that is dropped at commit."""
         columns = ", ".join(f"{name} {pgtype}" for name, pgtype in self.columns)
         cursor.execute(f"CREATE TEMP TABLE {self.name} ({columns}) ON COMMIT DROP")
 
@@ -32,7 +36,7 @@ class StagingTable:
                 copy.write_row(row)
 
 
-GROUP_EVENTS = StagingTable(
+GROUP_EVENTS = CopyTable(
     "stage_group_events",
     (
         ("group_name", "text"),
@@ -44,7 +48,7 @@ GROUP_EVENTS = StagingTable(
     ),
 )
 
-OFFSETS = StagingTable(
+OFFSETS = CopyTable(
     "stage_offsets",
     (
         ("group_name", "text"),
@@ -60,7 +64,7 @@ OFFSETS = StagingTable(
     ),
 )
 
-GENERATIONS = StagingTable(
+GENERATIONS = CopyTable(
     "stage_generations",
     (
         ("group_name", "text"),
@@ -77,11 +81,10 @@ GENERATIONS = StagingTable(
     ),
 )
 
-MEMBERS = StagingTable(
-    "stage_members",
+MEMBERS = CopyTable(
+    "generation_members",
     (
-        ("source_partition", "int4"),
-        ("source_offset", "int8"),
+        ("generation_pk", "int8"),
         ("member_id", "text"),
         ("group_instance_id", "text"),
         ("client_id", "text"),
@@ -92,21 +95,11 @@ MEMBERS = StagingTable(
         ("rack", "text"),
         ("owned_partitions", "jsonb"),
         ("reported_generation", "int4"),
+        ("assignment", "jsonb"),
     ),
 )
 
-ASSIGNMENTS = StagingTable(
-    "stage_assignments",
-    (
-        ("source_partition", "int4"),
-        ("source_offset", "int8"),
-        ("member_id", "text"),
-        ("topic", "text"),
-        ("partitions", "int4[]"),
-    ),
-)
-
-REBALANCES = StagingTable(
+REBALANCES = CopyTable(
     "stage_rebalances",
     (
         ("source_partition", "int4"),
@@ -126,7 +119,7 @@ REBALANCES = StagingTable(
     ),
 )
 
-DECODE_FAILURES = StagingTable(
+DECODE_FAILURES = CopyTable(
     "stage_decode_failures",
     (
         ("source_partition", "int4"),

@@ -71,7 +71,7 @@ def test_after_a_killed_connection_the_retry_lands_the_whole_batch(
         "groups": 1,
         "generations": 1,
         "committed_offsets": 2,
-        "offset_history": 2,
+        "offset_history": 1,
         "pipeline_progress": 1,
     }
 
