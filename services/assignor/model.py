@@ -136,16 +136,27 @@ def check_partition_racks(
     """Replica racks per partition; partitions of topics not listed have no known racks."""
     if not partition_racks:
         return {}
+    if not isinstance(partition_racks, Mapping):
+        raise AssignmentError("partition_racks must map topic to a list of replica racks")
     racks: dict[str, list[frozenset[str]]] = {}
     for topic, per_partition in partition_racks.items():
         if topic not in counts:
             continue
+        if isinstance(per_partition, (str, Mapping)) or not isinstance(per_partition, Sequence):
+            raise AssignmentError(f"partition_racks[{topic!r}] must be a list, one per partition")
         if len(per_partition) != counts[topic]:
             raise AssignmentError(
                 f"partition_racks[{topic!r}] has {len(per_partition)} entries "
                 f"for {counts[topic]} partitions"
             )
-        racks[topic] = [
-            frozenset(r for r in (entry or ()) if r is not None) for entry in per_partition
-        ]
+        entries = []
+        for entry in per_partition:
+            if isinstance(entry, str) or not all(
+                r is None or isinstance(r, str) for r in entry or ()
+            ):
+                raise AssignmentError(
+                    f"partition_racks[{topic!r}]: each entry is a list of rack names"
+                )
+            entries.append(frozenset(r for r in entry or () if r is not None))
+        racks[topic] = entries
     return racks
