@@ -83,8 +83,11 @@ def to_member(raw: Mapping | Member) -> Member:
     member_id = raw.get("id")
     if not isinstance(member_id, str) or not member_id:
         raise AssignmentError("each member needs a non-empty string id")
-    topics = raw.get("topics", ())
-    if isinstance(topics, str) or not set(map(type, topics)) <= {str}:
+    topics = raw.get("topics") or ()
+    if isinstance(topics, (str, Mapping)) or not isinstance(topics, Iterable):
+        raise AssignmentError(f"member {member_id!r}: topics must be a list of strings")
+    topics = tuple(topics)
+    if not set(map(type, topics)) <= {str}:
         raise AssignmentError(f"member {member_id!r}: topics must be a list of strings")
     owned = _owned(raw.get("owned") or (), member_id)
     if len(set(owned)) != len(owned):

@@ -55,6 +55,9 @@ def test_assign_raises_for_bad_input():
         assign("sticky", {"t": 2}, [member("a", ["t"], tps("t-0, t-0"))])
     with pytest.raises(AssignmentError, match="appears twice"):
         assign("sticky", {"t": 2}, [member("a", ["t"]), member("a", ["t"])])
+    for topics in (5, "t", {"t": 1}, ["t", 1]):
+        with pytest.raises(AssignmentError, match="topics must be a list"):
+            assign("range", {"t": 2}, [{"id": "a", "topics": topics}])
     for racks in (["a"], {"t": "ab"}, {"t": [["a"]]}, {"t": ["a", "b"]}):
         with pytest.raises(AssignmentError, match="partition_racks"):
             assign("range", {"t": 2}, [member("a", ["t"], rack="a")], racks)
