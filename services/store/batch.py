@@ -3,7 +3,9 @@
 The streaming job builds one `BatchWrite` per micro-batch and hands it to
 `HistoryStore.write_batch`, which applies all of it in ONE transaction, or nothing::
 
-    from services.store.batch import BatchWrite, Generation, Member, OffsetCommit
+    from services.store.batch import (
+        BatchWrite, Churn, Generation, Member, OffsetCommit, SourceProgress,
+    )
     from services.store.repository import HistoryStore
     from services.store.retry import RetryPolicy
 
@@ -18,7 +20,12 @@ The streaming job builds one `BatchWrite` per micro-batch and hands it to
                                 source_time=t, assignor="range", leader="c-1",
                                 members=[Member("c-1", client_id="app", client_host="/10.0.0.5",
                                                 assignment={"orders": [0, 1, 2, 3]})],
-                                rebalance=Churn(...))],
+                                rebalance=Churn(from_generation=6, from_source_offset=99_700,
+                                                members_joined=1, members_left=0, moved=4,
+                                                revoked=4, newly_assigned=4,
+                                                moves_from_survivors=4, baseline_moves=3,
+                                                baseline_assignor="sticky",
+                                                minimum_moves=3))],
         progress=[SourceProgress(partition=35, last_offset=99_900)],
     )
     RetryPolicy().run(lambda: store.write_batch(batch))   # then commit the checkpoint
