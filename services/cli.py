@@ -22,6 +22,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "services.assignor.commands",
     "services.store.commands",
     "services.postmortem.commands",
+    "services.simulator.commands",
 )
 
 

@@ -132,7 +132,7 @@ def group_metadata(
     state_timestamp: int,
     members: Sequence[Mapping[str, Any]],
 ) -> Bytes:
-    """A classic group's `GroupMetadataValue` v3 (`GroupCoordinatorRecordHelpers.newGroupMetadataRecord`).
+    """A classic group's `GroupMetadataValue` v3 (`newGroupMetadataRecord`).
 
     `members` are in the order the group's member HashMap iterates, each with
     member_id, group_instance_id, client_id, client_host, rebalance_timeout,

@@ -281,7 +281,8 @@ SCENARIOS: dict[str, Scenario] = {
         ),
         Scenario(
             "many-groups",
-            "load: --groups groups (default 10,000) sharing commits_per_second (default 100,000); churn",
+            "load: --groups groups (default 10,000) sharing commits_per_second "
+            "(default 100,000); churn (share of groups with a crash)",
             MIN,
             _many_groups,
             load=True,

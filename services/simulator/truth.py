@@ -43,6 +43,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable, Mapping, Sequence
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -64,10 +65,12 @@ class GroundTruth:
     def __init__(self, root: str | os.PathLike | None) -> None:
         self.dir = None if root is None else Path(root) / "truth"
         self._files: dict[str, Any] = {}
+        self._stack = ExitStack()
         if self.dir is not None:
             self.dir.mkdir(parents=True, exist_ok=True)
             for name in self.FILES:
-                self._files[name] = open(self.dir / f"{name}.jsonl", "w", encoding="utf-8")
+                path = self.dir / f"{name}.jsonl"
+                self._files[name] = self._stack.enter_context(path.open("w", encoding="utf-8"))
         self._dumps = json.JSONEncoder(separators=(",", ":")).encode
 
     def _write(self, name: str, row: Mapping[str, Any]) -> None:
@@ -93,8 +96,7 @@ class GroundTruth:
         self._write("aborted", row)
 
     def close(self, commits: Iterable[Mapping[str, Any]], summary: Mapping[str, Any]) -> None:
-        for out in self._files.values():
-            out.close()
+        self._stack.close()
         if self.dir is None:
             return
         with open(self.dir / "commits.jsonl", "w", encoding="utf-8") as out:
