@@ -199,7 +199,7 @@ class ClassicGroup(SimGroup):
     def _complete_join(self) -> None:
         for member in list(self.members.values()):
             if not member.joined:
-                self.event("rebalance-timeout", member, member_id=member.member_id)
+                self.event("rebalance-timeout", member)
                 member.kicked = member.alive
                 self._remove(member)
         self.generation += 1
@@ -291,7 +291,7 @@ class ClassicGroup(SimGroup):
             return
         member = ClassicMember(self._new_member_id(slot), slot, list(slot.topics))
         slot.member = member
-        self.event("join", member, member_id=member.member_id)
+        self.event("join", member)
         self.members[member.member_id] = member
         if self.leader is None:
             self.leader = member.member_id
@@ -316,7 +316,7 @@ class ClassicGroup(SimGroup):
         self.members[member.member_id] = member
         if was_leader:
             self.leader = member.member_id
-        self.event("static-rejoin", member, member_id=member.member_id, old_member_id=old.member_id)
+        self.event("static-rejoin", member, old_member_id=old.member_id)
         self.start_commits(member)
         self._send_join(member)
         if self.state == STABLE and member.topics == old.topics:
@@ -368,7 +368,7 @@ class ClassicGroup(SimGroup):
 
     def _session_expired(self, member: ClassicMember) -> None:
         if member.in_group and not member.alive:
-            self.event("session-timeout", member, member_id=member.member_id)
+            self.event("session-timeout", member)
             self._remove_and_rebalance(member)
 
     def stall(self, member: MemberBase, duration_ms: int) -> None:
@@ -383,7 +383,7 @@ class ClassicGroup(SimGroup):
         dynamic member sends LeaveGroup; a static one just stops heartbeating."""
         if not (member.in_group and member.alive and not member.polling):
             return
-        self.event("poll-timeout", member, member_id=member.member_id)
+        self.event("poll-timeout", member)
         member.kicked = True
         if member.instance_id is None:
             self._remove_and_rebalance(member)

@@ -255,7 +255,7 @@ class ConsumerGroup(SimGroup):
 
     def _revocation_deadline(self, member: ConsumerMember, epoch: int) -> None:
         if member.in_group and member.pending_revocation and member.member_epoch == epoch:
-            self.event("rebalance-timeout", member, member_id=member.member_id)
+            self.event("rebalance-timeout", member)
             member.kicked = member.alive
             self._fence(member)
 
@@ -265,7 +265,7 @@ class ConsumerGroup(SimGroup):
         member = ConsumerMember(kafka_uuid(self.rng), slot, list(slot.topics))
         slot.member = member
         self.members[member.member_id] = member
-        self.event("join", member, member_id=member.member_id)
+        self.event("join", member)
         self.start_commits(member)
         records: Records = [self._member_record(member)]
         self._bump_epoch(records)
@@ -298,7 +298,7 @@ class ConsumerGroup(SimGroup):
 
     def _session_expired(self, member: ConsumerMember) -> None:
         if member.in_group and not member.alive:
-            self.event("session-timeout", member, member_id=member.member_id)
+            self.event("session-timeout", member)
             self._fence(member)
 
     def stall(self, member: MemberBase, duration_ms: int) -> None:
@@ -310,7 +310,7 @@ class ConsumerGroup(SimGroup):
 
     def _poll_timeout(self, member: ConsumerMember) -> None:
         if member.in_group and member.alive and not member.polling:
-            self.event("poll-timeout", member, member_id=member.member_id)
+            self.event("poll-timeout", member)
             member.kicked = True
             self._fence(member)
 

@@ -124,8 +124,11 @@ class SimGroup:
         self.join(slot)
 
     def event(self, kind: str, member: MemberBase | None = None, **details: Any) -> None:
-        identity = None if member is None else member.identity
-        self.truth.event(self.scheduler.now, self.name, kind, identity, **details)
+        if member is None:
+            self.truth.event(self.scheduler.now, self.name, kind, None, **details)
+        else:
+            details = {"member_id": member.member_id, **details}
+            self.truth.event(self.scheduler.now, self.name, kind, member.identity, **details)
 
     def append(self, records: list[tuple[bytes, bytes | None]]) -> tuple[int, int]:
         """Append non-transactional records; returns (partition, offset) of the last."""
