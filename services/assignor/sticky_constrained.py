@@ -51,14 +51,9 @@ class ConstrainedBuilder:
     def _assign_owned(self) -> bytearray:
         prep = self.prep
         rack_info = prep.rack_info
-        topics = len(prep.topics)
-        topic_of = prep.topic_of() if any(prep.owned) else []
-        base = prep.base
-
-        def by_partition_then_topic(g: int) -> int:
-            t = topic_of[g]
-            return (g - base[t]) * topics + t
-
+        by_partition_then_topic = (
+            prep.partition_major_keys().__getitem__ if any(prep.owned) else None
+        )
         assigned = bytearray(prep.total)
         min_q, max_q = self.min_quota, self.max_quota
         for i in prep.order:

@@ -135,6 +135,14 @@ class StickyInput:
             topic_of.extend(repeat(t, count))
         return topic_of
 
+    def partition_major_keys(self) -> list[int]:
+        """A sort key per global id ordering by partition, then topic (Kafka's owned order)."""
+        topics = len(self.topics)
+        keys: list[int] = []
+        for t, count in enumerate(self.counts):
+            keys.extend(range(t, t + count * topics, topics))
+        return keys
+
     def partition_tuples(self) -> list[tuple[str, int]]:
         tuples: list[tuple[str, int]] = []
         for topic, count in zip(self.topics, self.counts, strict=True):
