@@ -1,0 +1,70 @@
+"""The replay directory contract: Spark's Kafka-source schema, bounded atomic files."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from tests.simulator.helpers import run
+
+SPARK_KAFKA_SCHEMA = pa.schema(
+    [
+        ("topic", pa.string()),
+        ("partition", pa.int32()),
+        ("offset", pa.int64()),
+        ("timestamp", pa.timestamp("ms", tz="UTC")),
+        ("key", pa.binary()),
+        ("value", pa.binary()),
+    ]
+)
+
+
+def test_parquet_files_have_sparks_kafka_schema_and_bounded_size(tmp_path):
+    result = run(tmp_path, "mixed", fmt="parquet", rows_per_file=1000)
+    files = sorted((tmp_path / "records").iterdir())
+    assert [f.name for f in files] == [f"part-{i:05d}.parquet" for i in range(len(files))]
+    assert len(files) == -(-len(result.rows) // 1000)
+    for path in files:
+        table = pq.read_table(path)
+        assert table.schema.remove_metadata() == SPARK_KAFKA_SCHEMA
+        assert table.num_rows <= 1000
+    nulls = pq.read_table(files[0]).column("value").null_count + sum(
+        pq.read_table(f).column("value").null_count for f in files[1:]
+    )
+    tombstones = sum(1 for r in result.rows if r["value"] is None)
+    assert nulls == tombstones
+
+
+def test_jsonl_and_parquet_hold_the_same_rows(tmp_path):
+    as_json = run(tmp_path / "j", "kip848", fmt="jsonl", rows_per_file=500)
+    as_parquet = run(tmp_path / "p", "kip848", fmt="parquet", rows_per_file=700)
+    assert as_json.rows == as_parquet.rows
+
+
+def test_jsonl_lines_are_what_groupscope_decode_reads(tmp_path):
+    run(tmp_path, "scale-in", members=2, to=0, delete_after="3m", duration_ms=200_000)
+    [path] = sorted((tmp_path / "records").iterdir())
+    lines = path.read_text().splitlines()
+    first = json.loads(lines[0])
+    assert list(first) == ["topic", "partition", "offset", "timestamp", "key", "value"]
+    assert isinstance(first["timestamp"], int) and first["key"] == first["key"].lower()
+    assert any(json.loads(line)["value"] is None for line in lines)
+    decoded = subprocess.run(
+        [sys.executable, "-m", "services.cli", "decode"],
+        input="\n".join(lines) + "\n",
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.splitlines()
+    assert len(decoded) == len(lines)
+    assert not [d for d in decoded if "error" in json.loads(d)]
+
+
+def test_no_temporary_files_are_left(tmp_path):
+    run(tmp_path, "steady", fmt="parquet", rows_per_file=300)
+    names = [p.name for p in (tmp_path / "records").iterdir()]
+    assert names and all(n.startswith("part-") and n.endswith(".parquet") for n in names)
