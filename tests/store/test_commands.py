@@ -27,15 +27,15 @@ def test_db_upgrade_reads_the_url_from_the_environment(
 
 
 def test_db_upgrade_defaults_to_an_embedded_server_reused_across_runs(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.delenv("GROUPSCOPE_DATABASE_URL", raising=False)
-    monkeypatch.setenv("GROUPSCOPE_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("GROUPSCOPE_DATA_DIR", str(data_dir))
     assert main(["db", "upgrade"]) == 0
     assert "upgraded from an empty database" in capsys.readouterr().out
-    assert (tmp_path / "pg" / "PG_VERSION").exists()
+    assert (data_dir / "pg" / "PG_VERSION").exists()
     # Stopped cleanly once the command is done ...
-    assert not (tmp_path / "pg" / "postmaster.pid").exists()
+    assert not (data_dir / "pg" / "postmaster.pid").exists()
     # ... and the next run finds the same, already migrated, data.
     assert main(["db", "upgrade"]) == 0
     assert "already at revision" in capsys.readouterr().out
@@ -59,3 +59,18 @@ def test_db_upgrade_rejects_a_url_that_is_not_postgresql(
     err = capsys.readouterr().err
     assert err.startswith("groupscope db: --database-url: expected a PostgreSQL URL")
     assert err.count("\n") == 1
+
+
+def test_db_psql_runs_sql_on_the_store(
+    database_url: str, capfd: pytest.CaptureFixture[str]
+) -> None:
+    sql = "SELECT count(*) FROM pg_views WHERE viewname = 'group_timeline'"
+    assert main(["db", "psql", "--database-url", database_url, "--", "-At", "-c", sql]) == 0
+    assert capfd.readouterr().out == "1\n"
+
+
+def test_db_psql_passes_on_the_psql_exit_status(
+    database_url: str, capfd: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["db", "psql", "--database-url", database_url, "--", "-c", "SELECT nope"]) == 1
+    assert 'column "nope" does not exist' in capfd.readouterr().err
