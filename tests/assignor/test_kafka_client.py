@@ -193,3 +193,18 @@ def test_kafka_quirk_empty_subscription_seen_first_counts_as_equal():
     result = assign("sticky", {"t": 4}, members)
     assert sorted(len(p) for p in result.values()) == [2, 2]
     assert assign("range", {"t": 4}, members)["A"] == []
+
+
+def test_kafka_quirk_previous_generation_hint_ignores_subscriptions():
+    """performReassignments hands a partition back to its owner from an older generation
+    when that owner has two fewer partitions, without checking that the owner still
+    subscribes to the topic. Traced by hand through AbstractStickyAssignor: m1
+    (generation 2) reported a-0 but now subscribes only to b and c; a-0 first goes to m0,
+    then back to m1."""
+    members = [
+        member("m0", ["a", "b", "c", "d"], tps("d-0"), 3),
+        member("m1", ["b", "c"], tps("a-0"), 2),
+        member("m2", ["a", "b", "c", "d"], tps("b-0"), 1),
+    ]
+    result = assign("sticky", {"a": 1, "b": 1, "c": 0, "d": 2}, members)
+    assert result == {"m0": tps("d-0"), "m1": tps("a-0"), "m2": tps("b-0, d-1")}
