@@ -1,3 +1,3 @@
 """Shared test configuration: fixture plugins live in tests/fixtures/."""
 
-pytest_plugins = ["tests.fixtures.spark", "tests.fixtures.postgres"]
+pytest_plugins = ["tests.fixtures.spark", "tests.fixtures.postgres", "tests.fixtures.kafka"]
