@@ -3,6 +3,7 @@ cooperative two-round rebalances, static membership, timeouts, empty groups, del
 
 from __future__ import annotations
 
+import itertools
 import struct
 
 import pytest
@@ -171,7 +172,7 @@ def _direct_moves(result, group):
         if not rec["tombstone"]
     ]
     count = 0
-    for before, after in zip(records, records[1:], strict=False):
+    for before, after in itertools.pairwise(records):
         old, new = _owners(before), _owners(after)
         staying = {m["member_id"] for m in after["members"]}
         count += sum(1 for tp, o in new.items() if old.get(tp, o) != o and old[tp] in staying)
@@ -292,11 +293,11 @@ def test_a_static_member_stalled_past_the_rebalance_timeout_is_removed(tmp_path)
     ]
     [timeout] = result.events(group, "rebalance-timeout")
     assert timeout["member"] == "slow-consumer-0-instance-2"
-    prepare = [
+    prepare = next(
         e["time"]
         for e in result.events(group, "state")
         if e["details"]["to"] == "PreparingRebalance" and e["time"] >= join["time"]
-    ][0]
+    )
     assert timeout["time"] - prepare == 60_000
 
 

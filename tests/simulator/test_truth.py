@@ -126,7 +126,7 @@ def test_committed_offsets_summary_matches_the_log(scenario_runs, name):
 
 def test_committed_offsets_never_go_back(scenario_runs):
     last = {}
-    for row, rec in scenario_runs["mixed"].decoded():
+    for _row, rec in scenario_runs["mixed"].decoded():
         if rec["record_type"] == "offset_commit" and not rec["tombstone"]:
             key = tuple(rec["key"].values())
             assert rec["value"]["offset"] >= last.get(key, 0)
