@@ -16,10 +16,9 @@ Conflicts resolve by natural key plus source position, so a replayed batch is a 
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator
 
 import psycopg
-from psycopg.types.json import Jsonb
 from sqlalchemy import Engine, text
 from sqlalchemy.exc import DBAPIError
 
@@ -309,16 +308,12 @@ def _member_rows(batch: BatchWrite, created: dict[tuple[int, int], int]) -> Iter
                 m.client_host,
                 m.session_timeout_ms,
                 m.rebalance_timeout_ms,
-                list(m.subscribed_topics),
+                staging.text_array(m.subscribed_topics),
                 m.rack,
-                None if owned is None else _partitions_json(owned),
+                None if owned is None else staging.json_text(owned),
                 m.reported_generation,
-                _partitions_json(m.assignment),
+                staging.json_text(m.assignment),
             )
-
-
-def _partitions_json(by_topic: Mapping[str, Sequence[int]]) -> Jsonb:
-    return Jsonb({topic: list(partitions) for topic, partitions in by_topic.items()})
 
 
 def _rebalance_rows(batch: BatchWrite) -> Iterator[tuple]:

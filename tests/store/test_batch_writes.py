@@ -6,7 +6,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import Engine, text
 
-from services.store.batch import DecodeFailure, GroupEvent, SourceProgress
+from services.store.batch import DecodeFailure, GroupEvent, Member, SourceProgress
 from services.store.models import Base
 from services.store.repository import HistoryStore
 from tests.fixtures.batches import at, batch, churn, commit, generation, member
@@ -212,3 +212,34 @@ def test_any_delivery_order_with_replays_ends_at_the_latest_source_position(
         latest[p] = max(latest.get(p, -1), source_offset)
     expected = {("orders", p): (source_offset * 7, False) for p, source_offset in latest.items()}
     assert offsets(store_engine) == expected
+
+
+def test_member_text_survives_copy_byte_for_byte(store_engine: Engine) -> None:
+    odd = 'a\tb\nc\\d"e,{f} g\r é ∅ NULL \\N'
+    topics = (odd, "plain", "", "NULL")
+    strange = Member(
+        member_id=odd,
+        client_id=odd,
+        client_host=None,
+        group_instance_id="\\N",
+        subscribed_topics=topics,
+        owned_partitions={odd: (1, 2)},
+        assignment={odd: range(3), "plain": [7]},
+    )
+    HistoryStore(store_engine).write_batch(batch(1, generations=[generation(1, 10, [strange])]))
+    with store_engine.connect() as conn:
+        row = conn.execute(
+            text(
+                "SELECT member_id, client_id, client_host, group_instance_id, "
+                "subscribed_topics, owned_partitions, assignment FROM generation_members"
+            )
+        ).one()
+    assert tuple(row) == (
+        odd,
+        odd,
+        None,
+        "\\N",
+        list(topics),
+        {odd: [1, 2]},
+        {odd: [0, 1, 2], "plain": [7]},
+    )
