@@ -4,8 +4,9 @@ Kafka's Java StickyAssignor, measured on this kind of machine: 500 topics x 2,00
 partitions to 2,000 consumers in about 11 s with identical subscriptions, and about 21 s
 when the last consumer subscribes only to the first topic. Each case runs the first
 assignment, the second round in which every consumer re-sends its owned partitions, and
-the rebalance after one consumer leaves. Each line also shows the smallest and largest
-assignment, as a check that the answer is balanced.
+the rebalance after one consumer leaves, three times over; each line shows the best and
+worst of the three, and the smallest and largest assignment as a check that the answer is
+balanced.
 """
 
 from __future__ import annotations
@@ -33,26 +34,41 @@ def _with_owned(members: list[dict], assignment: dict, generation: int) -> list[
     return [{**m, "owned": assignment.get(m["id"], []), "generation": generation} for m in members]
 
 
-def _timed(label: str, assignor: str, counts: dict, members: list[dict]) -> dict:
+REPEATS = 3
+
+
+def _run(assignor: str, counts: dict, members: list[dict]) -> tuple[float, dict]:
     started = time.perf_counter()
     result = assign(assignor, counts, members)
-    elapsed = time.perf_counter() - started
+    return time.perf_counter() - started, result
+
+
+def _report(label: str, times: list[float], result: dict) -> None:
     sizes = [len(p) for p in result.values()]
-    print(f"  {label:<40} {elapsed:7.2f} s   sizes {min(sizes)}..{max(sizes)}", flush=True)
-    return result
+    print(
+        f"  {label:<40} best {min(times):6.2f} s  worst {max(times):6.2f} s"
+        f"   sizes {min(sizes)}..{max(sizes)}",
+        flush=True,
+    )
 
 
 def _rounds(assignor: str, counts: dict, members: list[dict]) -> None:
-    first = _timed("first assignment", assignor, counts, members)
-    second = _timed(
+    """First assignment, second round with owned partitions, then one member leaves."""
+    labels = (
+        "first assignment",
         "second round, owned partitions re-sent",
-        assignor,
-        counts,
-        _with_owned(members, first, 1),
+        "rebalance after one consumer leaves",
     )
-    _timed(
-        "rebalance after one consumer leaves", assignor, counts, _with_owned(members[1:], second, 2)
-    )
+    times: list[list[float]] = [[], [], []]
+    for _ in range(REPEATS):
+        elapsed, first = _run(assignor, counts, members)
+        times[0].append(elapsed)
+        elapsed, second = _run(assignor, counts, _with_owned(members, first, 1))
+        times[1].append(elapsed)
+        elapsed, third = _run(assignor, counts, _with_owned(members[1:], second, 2))
+        times[2].append(elapsed)
+    for label, spent, result in zip(labels, times, (first, second, third), strict=True):
+        _report(label, spent, result)
 
 
 def _scale(assignor: str, variant: bool) -> None:
@@ -81,7 +97,8 @@ def _others_at_scale() -> None:
     members = _members(topics, CONSUMERS, False)
     print(f"first assignment, {TOPICS * PARTITIONS:,} partitions, {CONSUMERS:,} consumers")
     for assignor in ("range", "roundrobin", "uniform", "server-range"):
-        _timed(assignor, assignor, counts, members)
+        runs = [_run(assignor, counts, members) for _ in range(REPEATS)]
+        _report(assignor, [elapsed for elapsed, _ in runs], runs[-1][1])
 
 
 def _time_once(assignor: str, counts: dict, members: list[dict]) -> float:
