@@ -132,9 +132,10 @@ class SimGroup:
 
     def append(self, records: list[tuple[bytes, bytes | None]]) -> tuple[int, int]:
         """Append non-transactional records; returns (partition, offset) of the last."""
-        log = self.ctx.log
-        log.append(self.log_partition, self.scheduler.now, records)
-        return self.log_partition, log.next_offsets[self.log_partition] - 1
+        keys = [k for k, _ in records]
+        values = [v for _, v in records]
+        first = self.ctx.log.append(self.log_partition, self.scheduler.now, keys, values)
+        return self.log_partition, first + len(records) - 1
 
     # -- actions ----------------------------------------------------------------------
 

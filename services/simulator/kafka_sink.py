@@ -13,8 +13,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from services.simulator.log import Row
-
 _TIMEOUT_S = 30.0
 
 
@@ -42,9 +40,16 @@ class KafkaTopic:
         if err is not None:
             self._errors.append(str(err))
 
-    def _produce(self, producer: Any, rows: Sequence[Row]) -> None:
+    def _produce(
+        self,
+        producer: Any,
+        partition: int,
+        timestamp: int,
+        keys: Sequence[bytes],
+        values: Sequence[bytes | None],
+    ) -> None:
         topic = self.topic
-        for partition, _offset, timestamp, key, value in rows:
+        for key, value in zip(keys, values, strict=True):
             while True:
                 try:
                     producer.produce(
@@ -61,10 +66,25 @@ class KafkaTopic:
         producer.poll(0)
         self._raise_errors()
 
-    def write(self, rows: Sequence[Row]) -> None:
-        self._produce(self._producer, rows)
+    def write(
+        self,
+        partition: int,
+        offset: int,
+        timestamp: int,
+        keys: Sequence[bytes],
+        values: Sequence[bytes | None],
+    ) -> None:
+        self._produce(self._producer, partition, timestamp, keys, values)
 
-    def write_transaction(self, rows: Sequence[Row], commit: bool) -> None:
+    def write_transaction(
+        self,
+        partition: int,
+        offset: int,
+        timestamp: int,
+        keys: Sequence[bytes],
+        values: Sequence[bytes | None],
+        commit: bool,
+    ) -> None:
         from confluent_kafka import Producer
 
         self._flush(self._producer)
@@ -72,7 +92,7 @@ class KafkaTopic:
             self._txn = Producer({**self._base, "transactional.id": self._transactional_id})
             self._txn.init_transactions(_TIMEOUT_S)
         self._txn.begin_transaction()
-        self._produce(self._txn, rows)
+        self._produce(self._txn, partition, timestamp, keys, values)
         self._flush(self._txn)
         if commit:
             self._txn.commit_transaction(_TIMEOUT_S)

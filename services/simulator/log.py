@@ -14,12 +14,31 @@ Row = tuple[int, int, int, bytes, bytes | None]  # partition, offset, timestamp 
 
 
 class Sink(Protocol):
-    """Where records go: a replay directory or a broker topic."""
+    """Where records go: a replay directory or a broker topic.
 
-    def write(self, rows: Sequence[Row]) -> None:
-        """Ordinary (non-transactional) records, in log order."""
+    A batch is records of one partition at consecutive offsets from `offset`, all with
+    `timestamp` (ms), as the coordinator appends them.
+    """
 
-    def write_transaction(self, rows: Sequence[Row], commit: bool) -> None:
+    def write(
+        self,
+        partition: int,
+        offset: int,
+        timestamp: int,
+        keys: Sequence[bytes],
+        values: Sequence[bytes | None],
+    ) -> None:
+        """Ordinary (non-transactional) records."""
+
+    def write_transaction(
+        self,
+        partition: int,
+        offset: int,
+        timestamp: int,
+        keys: Sequence[bytes],
+        values: Sequence[bytes | None],
+        commit: bool,
+    ) -> None:
         """One transactional batch, then its COMMIT (commit=True) or ABORT marker."""
 
     def close(self) -> None: ...
@@ -35,27 +54,30 @@ class CoordinatorLog:
         self.records = 0
 
     def append(
-        self, partition: int, timestamp: int, records: Sequence[tuple[bytes, bytes | None]]
-    ) -> None:
-        """Append non-transactional records to `partition`, all with `timestamp`."""
+        self,
+        partition: int,
+        timestamp: int,
+        keys: Sequence[bytes],
+        values: Sequence[bytes | None],
+    ) -> int:
+        """Append non-transactional records to `partition`; returns the first offset."""
         start = self.next_offsets[partition]
-        self.next_offsets[partition] = start + len(records)
-        self.records += len(records)
-        self.sink.write(
-            [(partition, start + i, timestamp, k, v) for i, (k, v) in enumerate(records)]
-        )
+        self.next_offsets[partition] = start + len(keys)
+        self.records += len(keys)
+        self.sink.write(partition, start, timestamp, keys, values)
+        return start
 
     def append_transaction(
         self,
         partition: int,
         timestamp: int,
-        records: Sequence[tuple[bytes, bytes | None]],
+        keys: Sequence[bytes],
+        values: Sequence[bytes | None],
         commit: bool,
-    ) -> list[Row]:
-        """A transactional batch and its end marker; returns the batch's rows."""
+    ) -> int:
+        """A transactional batch and its end marker; returns the batch's first offset."""
         start = self.next_offsets[partition]
-        rows = [(partition, start + i, timestamp, k, v) for i, (k, v) in enumerate(records)]
-        self.next_offsets[partition] = start + len(records) + 1  # + the control record
-        self.records += len(records)
-        self.sink.write_transaction(rows, commit)
-        return rows
+        self.next_offsets[partition] = start + len(keys) + 1  # + the control record
+        self.records += len(keys)
+        self.sink.write_transaction(partition, start, timestamp, keys, values, commit)
+        return start

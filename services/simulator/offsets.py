@@ -11,17 +11,17 @@ and a share of those be aborted: aborted commits never take effect.
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from services.simulator.log import CoordinatorLog
-from services.simulator.records import OffsetCommitEncoder
+from services.simulator.records import OFFSET_COMMIT_VERSION, OffsetCommitEncoder
 from services.simulator.truth import GroundTruth
 
 TopicPartition = tuple[str, int]
 
-# per partition: [committed offset, last commit time, messages per ms, leader epoch, commits]
-_OFFSET, _TIME, _RATE, _EPOCH, _COUNT = range(5)
+# Per partition, a list: [0] committed offset, [1] time of that commit, [2] messages per
+# ms, [3] leader epoch, [4] commits that took effect.
 
 
 class GroupOffsets:
@@ -49,88 +49,90 @@ class GroupOffsets:
         self.transactional = transactional
         self.aborted = aborted
         self.encoder = OffsetCommitEncoder(group)
-        self._pack = self.encoder.packer(metadata)
+        self._pack, self._raw_metadata = self.encoder.value_packer(metadata)
         self.state: dict[TopicPartition, list[Any]] = {}
 
     def add_topic(self, topic: str, partitions: int) -> None:
-        """Track partitions `0..partitions-1` of `topic` (new ones start near offset 0)."""
-        rng = self.rng
+        """Track partitions `0..partitions-1` of `topic`: each starts below offset 1024,
+        with a leader epoch 0-3 and a rate of 0.5-1.5 times the group's."""
+        getrandbits = self.rng.getrandbits
         for p in range(partitions):
             if (topic, p) not in self.state:
-                rate = self.rate * rng.uniform(0.5, 1.5)
-                self.state[(topic, p)] = [
-                    rng.randrange(1000),
-                    self.start,
-                    rate,
-                    rng.randrange(4),
-                    0,
-                ]
+                bits = getrandbits(32)
+                rate = self.rate * (0.5 + (bits >> 12) / (1 << 20))
+                self.state[(topic, p)] = [bits & 1023, self.start, rate, (bits >> 10) & 3, 0]
                 self.encoder.key(topic, p)
 
-    def commit(self, partitions: Iterable[TopicPartition], now: int) -> None:
+    def commit(self, partitions: Sequence[TopicPartition], now: int) -> None:
         """One OffsetCommit (or TxnOffsetCommit) of `partitions` at `now`."""
+        if not partitions:
+            return
+        rng = self.rng
+        transactional = bool(self.transactional) and rng.random() < self.transactional
+        takes_effect = not transactional or rng.random() >= self.aborted
         state = self.state
         key = self.encoder.keys
         pack = self._pack
-        records = []
-        updates = []
+        raw = self._raw_metadata
+        length = len(raw)
+        keys = []
+        values = []
+        offsets = []
         for tp in partitions:
             st = state[tp]
-            offset = st[_OFFSET] + int(st[_RATE] * (now - st[_TIME]))
-            records.append((key[tp], pack(offset, st[_EPOCH], now)))
-            updates.append((st, offset))
-        if not records:
+            offset = st[0] + int(st[2] * (now - st[1]))
+            keys.append(key[tp])
+            values.append(pack(OFFSET_COMMIT_VERSION, offset, st[3], length, raw, now))
+            if takes_effect:
+                st[0] = offset
+                st[1] = now
+                st[4] += 1
+            else:
+                offsets.append(offset)
+        if not transactional:
+            self.log.append(self.log_partition, now, keys, values)
             return
-        if self.transactional and self.rng.random() < self.transactional:
-            commit = self.rng.random() >= self.aborted
-            rows = self.log.append_transaction(self.log_partition, now, records, commit)
-            if not commit:
-                self._report_aborted(partitions, updates, rows, now)
-                return
-        else:
-            self.log.append(self.log_partition, now, records)
-        for st, offset in updates:
-            st[_OFFSET] = offset
-            st[_TIME] = now
-            st[_COUNT] += 1
+        first = self.log.append_transaction(self.log_partition, now, keys, values, takes_effect)
+        if not takes_effect:
+            self._report_aborted(partitions, offsets, first, now)
 
     def _report_aborted(
-        self, partitions: Iterable[TopicPartition], updates: list, rows: list, now: int
+        self, partitions: Sequence[TopicPartition], offsets: list[int], first: int, now: int
     ) -> None:
-        for (topic, p), (st, offset), row in zip(partitions, updates, rows, strict=True):
+        for i, ((topic, p), offset) in enumerate(zip(partitions, offsets, strict=True)):
             self.truth.aborted(
                 {
                     "group": self.group,
                     "topic": topic,
                     "partition": p,
                     "offset": offset,
-                    "leader_epoch": st[_EPOCH],
+                    "leader_epoch": self.state[(topic, p)][3],
                     "metadata": self.metadata,
                     "commit_timestamp": now,
-                    "log_partition": row[0],
-                    "log_offset": row[1],
+                    "log_partition": self.log_partition,
+                    "log_offset": first + i,
                 }
             )
 
     def tombstones(self) -> list[tuple[bytes, None]]:
         """Tombstones of every committed offset (`OffsetMetadataManager.deleteAllOffsets`);
         forgets them."""
-        records = [self.encoder.tombstone(t, p) for (t, p), st in self.state.items() if st[_COUNT]]
+        records = [self.encoder.tombstone(t, p) for (t, p), st in self.state.items() if st[4]]
         for st in self.state.values():
-            st[_COUNT] = 0
+            st[4] = 0
         return records
 
     def committed(self) -> Iterator[dict[str, Any]]:
         """The committed offsets now, one row per (topic, partition), sorted."""
         for (topic, p), st in sorted(self.state.items()):
-            if st[_COUNT]:
+            if st[4]:
                 yield {
                     "group": self.group,
                     "topic": topic,
                     "partition": p,
-                    "offset": st[_OFFSET],
-                    "leader_epoch": st[_EPOCH],
+                    "offset": st[0],
+                    "leader_epoch": st[3],
                     "metadata": self.metadata,
-                    "commit_timestamp": st[_TIME],
-                    "commits": st[_COUNT],
+                    "commit_timestamp": st[1],
+                    "commits": st[4],
                 }

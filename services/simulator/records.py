@@ -6,8 +6,8 @@ picks without an explicit expire timestamp) and `GroupMetadataValue` v3
 consumer groups: record types 3-8, all value version 0. A tombstone has a null value.
 
 Everything except offset commits goes through the codec's encoder. Offset commits are the
-bulk of the topic, so `OffsetCommitEncoder` packs the v3 value with one precompiled
-`struct` per metadata string and caches each (group, topic, partition) key;
+bulk of the topic, so `OffsetCommitEncoder` packs keys and v3 values with `struct`
+directly (one precompiled format per metadata string, one key prefix per topic);
 `tests/simulator/test_records.py` checks it against the codec byte for byte.
 """
 
@@ -29,36 +29,48 @@ TopicPartition = tuple[str, int]
 
 
 class OffsetCommitEncoder:
-    """Offset commit records (type 1 key, value v3) for one group, keys cached."""
+    """Offset commit records (type 1 key, value v3) for one group, keys cached.
 
-    __slots__ = ("_group", "_packs", "keys")
+    A key is the group's and the topic's length-prefixed strings (`OffsetCommitKey` v0,
+    non-flexible) and the INT32 partition, so the bytes before the partition are built
+    once per topic.
+    """
+
+    __slots__ = ("_group", "_packs", "_prefixes", "keys")
 
     def __init__(self, group: str) -> None:
-        self._group = group
-        self.keys: dict[TopicPartition, bytes] = {}
+        self._group = group.encode()
         self._packs: dict[str, Any] = {}
+        self._prefixes: dict[str, bytes] = {}
+        self.keys: dict[TopicPartition, bytes] = {}
 
     def key(self, topic: str, partition: int) -> bytes:
         found = self.keys.get((topic, partition))
         if found is None:
-            found = self.keys[(topic, partition)] = encode_key(
-                "offset_commit", {"group": self._group, "topic": topic, "partition": partition}
-            )
+            prefix = self._prefixes.get(topic)
+            if prefix is None:
+                raw = topic.encode()
+                prefix = self._prefixes[topic] = (
+                    struct.pack(">hh", 1, len(self._group))
+                    + self._group
+                    + struct.pack(">h", len(raw))
+                    + raw
+                )
+            found = self.keys[(topic, partition)] = prefix + struct.pack(">i", partition)
         return found
 
-    def packer(self, metadata: str) -> Any:
-        """`pack(offset, leader_epoch, commit_timestamp) -> value bytes` for `metadata`."""
+    def value_packer(self, metadata: str) -> tuple[Any, bytes]:
+        """`(pack, raw)`: the value is `pack(OFFSET_COMMIT_VERSION, offset, leader_epoch,
+        len(raw), raw, commit_timestamp)`; callers inline it on the hot path."""
         found = self._packs.get(metadata)
         if found is None:
             raw = metadata.encode()
-            pack = struct.Struct(f">hqih{len(raw)}sq").pack
-            version = OFFSET_COMMIT_VERSION
-
-            def found(offset: int, leader_epoch: int, timestamp: int) -> bytes:
-                return pack(version, offset, leader_epoch, len(raw), raw, timestamp)
-
-            self._packs[metadata] = found
+            found = self._packs[metadata] = (struct.Struct(f">hqih{len(raw)}sq").pack, raw)
         return found
+
+    def value(self, offset: int, leader_epoch: int, metadata: str, timestamp: int) -> bytes:
+        pack, raw = self.value_packer(metadata)
+        return pack(OFFSET_COMMIT_VERSION, offset, leader_epoch, len(raw), raw, timestamp)
 
     def tombstone(self, topic: str, partition: int) -> Bytes:
         return self.key(topic, partition), None

@@ -20,9 +20,8 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Sequence
+from itertools import repeat
 from pathlib import Path
-
-from services.simulator.log import Row
 
 FORMATS = ("parquet", "jsonl")
 DEFAULT_ROWS_PER_FILE = 200_000
@@ -48,48 +47,70 @@ class ReplayDirectory:
         self.fmt = fmt
         self.rows_per_file = rows_per_file
         self.files = 0
-        self._rows: list[Row] = []
+        # Columns of the rows not yet written: partition, offset, timestamp, key, value.
+        self._columns: tuple[list, list, list, list, list] = ([], [], [], [], [])
 
-    def write(self, rows: Sequence[Row]) -> None:
-        self._rows.extend(rows)
-        if len(self._rows) >= self.rows_per_file:
-            self._flush_full()
+    def write(
+        self,
+        partition: int,
+        offset: int,
+        timestamp: int,
+        keys: Sequence[bytes],
+        values: Sequence[bytes | None],
+    ) -> None:
+        n = len(keys)
+        partitions, offsets, timestamps, key_column, value_column = self._columns
+        partitions.extend(repeat(partition, n))
+        offsets.extend(range(offset, offset + n))
+        timestamps.extend(repeat(timestamp, n))
+        key_column.extend(keys)
+        value_column.extend(values)
+        if len(key_column) >= self.rows_per_file:
+            self._flush(self.rows_per_file)
 
-    def write_transaction(self, rows: Sequence[Row], commit: bool) -> None:
+    def write_transaction(
+        self,
+        partition: int,
+        offset: int,
+        timestamp: int,
+        keys: Sequence[bytes],
+        values: Sequence[bytes | None],
+        commit: bool,
+    ) -> None:
         if commit:
-            self.write(rows)
+            self.write(partition, offset, timestamp, keys, values)
 
     def close(self) -> None:
-        self._flush_full()
-        if self._rows:
-            self._write_file(self._rows)
-            self._rows = []
+        self._flush(1)
 
-    def _flush_full(self) -> None:
-        n = self.rows_per_file
-        while len(self._rows) >= n:
-            self._write_file(self._rows[:n])
-            del self._rows[:n]
+    def _flush(self, at_least: int) -> None:
+        """Write files of `rows_per_file` rows while at least `at_least` rows wait."""
+        columns = self._columns
+        while len(columns[3]) >= at_least:
+            n = min(self.rows_per_file, len(columns[3]))
+            self._write_file([c[:n] for c in columns])
+            for c in columns:
+                del c[:n]
 
-    def _write_file(self, rows: list[Row]) -> None:
+    def _write_file(self, columns: list[list]) -> None:
         name = f"part-{self.files:05d}.{self.fmt}"
         tmp = self.dir / f".{name}.tmp"
         if self.fmt == "parquet":
-            _write_parquet(tmp, self.topic, rows)
+            _write_parquet(tmp, self.topic, columns)
         else:
-            _write_jsonl(tmp, self.topic, rows)
+            _write_jsonl(tmp, self.topic, columns)
         os.replace(tmp, self.dir / name)
         self.files += 1
 
 
-def _write_parquet(path: Path, topic: str, rows: list[Row]) -> None:
+def _write_parquet(path: Path, topic: str, columns: list[list]) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    partitions, offsets, timestamps, keys, values = zip(*rows, strict=True)
+    partitions, offsets, timestamps, keys, values = columns
     table = pa.table(
         {
-            "topic": pa.array([topic] * len(rows), pa.string()),
+            "topic": pa.array([topic] * len(keys), pa.string()),
             "partition": pa.array(partitions, pa.int32()),
             "offset": pa.array(offsets, pa.int64()),
             "timestamp": pa.array(timestamps, pa.timestamp("ms", tz="UTC")),
@@ -100,7 +121,7 @@ def _write_parquet(path: Path, topic: str, rows: list[Row]) -> None:
     pq.write_table(table, path)
 
 
-def _write_jsonl(path: Path, topic: str, rows: list[Row]) -> None:
+def _write_jsonl(path: Path, topic: str, columns: list[list]) -> None:
     dumps = json.JSONEncoder(separators=(", ", ": ")).encode
     with open(path, "w", encoding="utf-8") as out:
         out.writelines(
@@ -115,7 +136,7 @@ def _write_jsonl(path: Path, topic: str, rows: list[Row]) -> None:
                 }
             )
             + "\n"
-            for p, o, ts, k, v in rows
+            for p, o, ts, k, v in zip(*columns, strict=True)
         )
 
 

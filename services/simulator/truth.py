@@ -44,6 +44,7 @@ import json
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from contextlib import ExitStack
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -99,9 +100,25 @@ class GroundTruth:
         self._stack.close()
         if self.dir is None:
             return
+        text = cache(json.dumps)
+        line = (
+            '{{"group":{},"topic":{},"partition":{},"offset":{},"leader_epoch":{},'
+            '"metadata":{},"commit_timestamp":{},"commits":{}}}\n'
+        ).format
         with open(self.dir / "commits.jsonl", "w", encoding="utf-8") as out:
-            for row in commits:
-                out.write(self._dumps(row) + "\n")
+            out.writelines(
+                line(
+                    text(r["group"]),
+                    text(r["topic"]),
+                    r["partition"],
+                    r["offset"],
+                    r["leader_epoch"],
+                    text(r["metadata"]),
+                    r["commit_timestamp"],
+                    r["commits"],
+                )
+                for r in commits
+            )
         with open(self.dir / "summary.json", "w", encoding="utf-8") as out:
             json.dump(summary, out, indent=1, sort_keys=True)
             out.write("\n")

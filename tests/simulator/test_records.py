@@ -7,7 +7,13 @@ import struct
 
 import pytest
 
-from services.codec import decode_record, encode_record, encode_value, partition_for
+from services.codec import (
+    decode_record,
+    encode_key,
+    encode_record,
+    encode_value,
+    partition_for,
+)
 from services.simulator.records import OffsetCommitEncoder
 from tests.simulator.conftest import ALL
 from tests.simulator.helpers import by_partition
@@ -60,20 +66,25 @@ def test_without_transactions_offsets_have_no_gaps(scenario_runs):
 
 
 def test_offset_commit_fast_path_matches_the_codec():
-    encoder = OffsetCommitEncoder("g1")
-    for metadata in ("", "m", "host=a;ü"):
-        pack = encoder.packer(metadata)
-        for offset, epoch, ts in ((0, -1, 0), (42, 5, 1000), (2**40, 2**31 - 1, 1_767_225_600_000)):
-            value = {
-                "offset": offset,
-                "leader_epoch": epoch,
-                "metadata": metadata,
-                "commit_timestamp": ts,
-            }
-            assert pack(offset, epoch, ts) == encode_value("offset_commit", 3, value)
+    for group in ("g1", "KafkaConsumerDemo", "消费组"):
+        encoder = OffsetCommitEncoder(group)
+        for topic, partition in (("t", 0), ("orders", 11), ("été", 2**31 - 1)):
+            key = {"group": group, "topic": topic, "partition": partition}
+            assert encoder.key(topic, partition) == encode_key("offset_commit", key)
+        for metadata in ("", "m", "host=a;ü"):
+            for offset, epoch, ts in ((0, -1, 0), (42, 5, 1000), (2**40, 2**31 - 1, 2**41)):
+                value = {
+                    "offset": offset,
+                    "leader_epoch": epoch,
+                    "metadata": metadata,
+                    "commit_timestamp": ts,
+                }
+                expected = encode_value("offset_commit", 3, value)
+                assert encoder.value(offset, epoch, metadata, ts) == expected
     # The README's hand-written example: g1/t/3 at offset 42, epoch 5, metadata "m", ts 1000.
+    encoder = OffsetCommitEncoder("g1")
     assert encoder.key("t", 3).hex() == "00010002673100017400000003"
-    assert encoder.packer("m")(42, 5, 1000).hex() == (
+    assert encoder.value(42, 5, "m", 1000).hex() == (
         "0003000000000000002a0000000500016d00000000000003e8"
     )
 
