@@ -52,18 +52,21 @@ def _owned(values: Iterable, member_id: str) -> tuple[TopicPartition, ...]:
     if isinstance(values, (str, bytes, Mapping)):
         raise AssignmentError(f"member {member_id!r}: owned must be a list of [topic, partition]")
     items = values if isinstance(values, (list, tuple)) else list(values)
-    try:
-        pairs = tuple(map(tuple, items))
-    except TypeError:
-        pairs = ()
-    if (
-        len(pairs) == len(items)
-        and set(map(len, pairs)) <= {2}
-        and set(map(type, map(itemgetter(0), pairs))) <= {str}
-        and set(map(type, map(itemgetter(1), pairs))) <= {int}
-        and min(map(itemgetter(1), pairs), default=0) >= 0
-    ):
-        return pairs
+    if set(map(type, items)) <= {tuple}:
+        pairs = tuple(items)
+    else:
+        try:
+            pairs = tuple(map(tuple, items))
+        except TypeError:
+            pairs = ()
+    if len(pairs) == len(items) and set(map(len, pairs)) <= {2}:
+        partitions = list(map(itemgetter(1), pairs))
+        if (
+            set(map(type, partitions)) <= {int}
+            and min(partitions, default=0) >= 0
+            and set(map(type, map(itemgetter(0), pairs))) <= {str}
+        ):
+            return pairs
     return tuple(_topic_partition(value, member_id) for value in items)
 
 

@@ -10,7 +10,7 @@
 
 from __future__ import annotations
 
-from itertools import compress
+from itertools import filterfalse
 
 from services.assignor.sticky_input import StickyInput
 
@@ -35,8 +35,9 @@ class ConstrainedBuilder:
         self.transferring: dict[int, int] = {}
 
     def build(self) -> list[list[int]]:
-        assigned = self._assign_owned()
-        unassigned = list(compress(range(self.prep.total), assigned.translate(_INVERT)))
+        kept = self._assign_owned()
+        everything = range(self.prep.total)
+        unassigned = list(filterfalse(kept.__contains__, everything) if kept else everything)
         rank = self.prep.rank.__getitem__
         self.under.sort(key=rank)
         self.exactly.sort(key=rank)
@@ -48,13 +49,13 @@ class ConstrainedBuilder:
         self._verify_unfilled()
         return self.assignment
 
-    def _assign_owned(self) -> bytearray:
+    def _assign_owned(self) -> set[int]:
         prep = self.prep
         rack_info = prep.rack_info
         by_partition_then_topic = (
             prep.partition_major_keys().__getitem__ if any(prep.owned) else None
         )
-        assigned = bytearray(prep.total)
+        assigned: set[int] = set()
         min_q, max_q = self.min_quota, self.max_quota
         for i in prep.order:
             owned = prep.owned[i]
@@ -78,8 +79,7 @@ class ConstrainedBuilder:
                 if self.current_over < self.expected_over:
                     self.exactly.append(i)
             self.assignment[i].extend(kept)
-            for g in kept:
-                assigned[g] = 1
+            assigned.update(kept)
         return assigned
 
     def _assign_new(self, gid: int, member: int) -> int:
@@ -163,6 +163,3 @@ class ConstrainedBuilder:
                     f"Consumer: [{self.prep.members[member].id}] doesn't reach minQuota "
                     "partitions, and no more partitions to be assigned"
                 )
-
-
-_INVERT = bytes([1, 0]) + bytes(254)

@@ -9,7 +9,8 @@ input order; ``order`` is the iteration order of Kafka's ``HashMap`` of subscrip
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from itertools import repeat
+from itertools import chain, repeat
+from operator import add, itemgetter, lt
 
 from services.assignor.common import (
     consumer_rack,
@@ -90,12 +91,14 @@ class StickyInput:
         self.topics = list(per_topic)
         self.counts = list(per_topic.values())
         self.topic_index = {t: i for i, t in enumerate(self.topics)}
+        self._count_of = dict(zip(self.topics, self.counts, strict=True))
         self.base: list[int] = []
         total = 0
         for count in self.counts:
             self.base.append(total)
             total += count
         self.total = total
+        self._base_of = dict(zip(self.topics, self.base, strict=True))
         self.order = hashmap_order([m.id for m in members])
         by_name = sorted(range(len(members)), key=lambda i: java_str_key(members[i].id))
         self.rank = [0] * len(members)
@@ -112,21 +115,23 @@ class StickyInput:
     def raw_owned(self, member: int) -> list[int]:
         """A member's reported partitions that still exist, in the order it sent them."""
         cached = self._raw_owned[member]
-        if cached is not None:
-            return cached
-        topic_index, counts, base = self.topic_index, self.counts, self.base
-        gids: list[int] = []
-        append = gids.append
-        last, limit, offset = None, 0, 0
-        for topic, partition in self.members[member].owned:
-            if topic is not last:
-                last = topic
-                t = topic_index.get(topic)
-                limit, offset = (0, 0) if t is None else (counts[t], base[t])
-            if partition < limit:
-                append(offset + partition)
-        self._raw_owned[member] = gids
-        return gids
+        if cached is None:
+            cached = self._raw_owned[member] = self._to_ids(self.members[member].owned)
+        return cached
+
+    def _to_ids(self, owned: Sequence[tuple[str, int]]) -> list[int]:
+        topics = list(map(itemgetter(0), owned))
+        partitions = list(map(itemgetter(1), owned))
+        try:
+            if all(map(lt, partitions, map(self._count_of.__getitem__, topics))):
+                return list(map(add, map(self._base_of.__getitem__, topics), partitions))
+        except KeyError:
+            pass
+        return [
+            self._base_of[topic] + partition
+            for topic, partition in owned
+            if partition < self._count_of.get(topic, 0)
+        ]
 
     def topic_of(self) -> list[int]:
         """Topic index of every global id."""
@@ -162,22 +167,26 @@ class StickyInput:
         """
         all_equal = True
         reference: set[str] = set()
-        claimer = [-1] * self.total
+        for i in self.order:
+            topics = self.members[i].topics
+            if not reference:
+                reference.update(topics)
+            elif all_equal and not (len(topics) == len(reference) and reference.issuperset(topics)):
+                all_equal = False
         generation = [
             DEFAULT_GENERATION if m.generation is None else m.generation for m in self.members
         ]
+        self.max_generation = max(generation, default=DEFAULT_GENERATION)
+        claims = [self.raw_owned(i) for i in range(len(self.members))]
+        total = sum(map(len, claims))
+        if total == len(set(chain.from_iterable(claims))):
+            self.owned = [list(ids) for ids in claims]
+            return all_equal
+        claimer = [-1] * self.total
         for i in self.order:
-            member = self.members[i]
-            if not reference:
-                reference.update(member.topics)
-            elif all_equal and not (
-                len(member.topics) == len(reference) and reference.issuperset(member.topics)
-            ):
-                all_equal = False
             gen = generation[i]
-            self.max_generation = max(self.max_generation, gen)
             mine = self.owned[i]
-            for g in self.raw_owned(i):
+            for g in claims[i]:
                 other = claimer[g]
                 if other < 0:
                     mine.append(g)
