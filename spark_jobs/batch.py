@@ -15,6 +15,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from pyspark.sql import DataFrame
@@ -25,6 +26,7 @@ from services.store.batch import BatchWrite, DecodeFailure, OffsetCommit, Source
 from services.store.repository import HistoryStore
 from services.store.retry import RetryPolicy
 from services.store.snapshots import LatestGeneration
+from spark_jobs import tracker_state
 from spark_jobs.generations import GenerationTracker, Position, Snapshot, identity, to_datetime
 from spark_jobs.offset_columns import decode_offset_commits
 
@@ -136,11 +138,18 @@ class BatchProcessor:
         offsets_partitions: int,
         known: dict[str, LatestGeneration] | None = None,
         retry: RetryPolicy | None = None,
+        state_dir: Path | None = None,
     ) -> None:
+        """`state_dir` keeps the tracker's state between runs (beside the checkpoint);
+        without a saved state the tracker starts from the store's latest generations."""
         self.store = store
         self.source = source
         self.offsets_partitions = offsets_partitions
-        self.tracker = GenerationTracker({g: snapshot_of(s) for g, s in (known or {}).items()})
+        self.state_dir = state_dir
+        saved = tracker_state.latest(state_dir) if state_dir else None
+        self.tracker = saved or GenerationTracker(
+            {g: snapshot_of(s) for g, s in (known or {}).items()}
+        )
         self.retry = retry or RetryPolicy()
         self.mismatched: dict[str, tuple[int, int]] = {}
         self.last = BatchStats()
@@ -150,6 +159,8 @@ class BatchProcessor:
         started = time.perf_counter()
         batch, stats = self._build(df, batch_id)
         self.retry.run(lambda: self.store.write_batch(batch))
+        if self.state_dir is not None:
+            tracker_state.save(self.state_dir, batch_id, self.tracker)
         stats.seconds = time.perf_counter() - started
         self.last = stats
         self.batches += 1

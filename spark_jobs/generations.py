@@ -59,8 +59,19 @@ class Snapshot:
     revoking_from: Snapshot | None = None  # set on a cooperative revocation round
 
 
+MEMBER_FIELDS = (
+    "instance_id",
+    "rack_id",
+    "client_id",
+    "client_host",
+    "subscribed_topic_names",
+    "rebalance_timeout_ms",
+    "server_assignor",
+)
+
+
 @dataclass
-class _Kip848:
+class Kip848State:
     """A KIP-848 group's state between its records."""
 
     epoch: int | None = None
@@ -112,7 +123,7 @@ class GenerationTracker:
 
     def __init__(self, known: Mapping[str, Snapshot] | None = None) -> None:
         self.last: dict[str, Snapshot] = dict(known or {})
-        self.kip848: dict[str, _Kip848] = {}
+        self.kip848: dict[str, Kip848State] = {}
         self.generations: list[Generation] = []
         self.events: list[GroupEvent] = []
 
@@ -224,7 +235,7 @@ class GenerationTracker:
     # -- KIP-848 ----------------------------------------------------------------------------
     def _kip848(self, kind: str, key: Mapping[str, Any], value: Any, position: Position) -> None:
         group = key["group_id"]
-        state = self.kip848.setdefault(group, _Kip848())
+        state = self.kip848.setdefault(group, Kip848State())
         member = key.get("member_id")
         if kind == "consumer_group_metadata":
             if value is None:
@@ -250,7 +261,7 @@ class GenerationTracker:
             if value is None:
                 state.members.pop(member, None)
             else:
-                state.members[member] = value
+                state.members[member] = {f: value[f] for f in MEMBER_FIELDS}
         elif kind == "consumer_group_target_assignment_member":
             if value is None:
                 state.targets.pop(member, None)
@@ -259,7 +270,7 @@ class GenerationTracker:
         elif kind == "consumer_group_target_assignment_metadata" and value is not None:
             self._kip848_generation(group, state, value["assignment_epoch"], position)
 
-    def _kip848_generation(self, group: str, state: _Kip848, epoch: int, at: Position) -> None:
+    def _kip848_generation(self, group: str, state: Kip848State, epoch: int, at: Position) -> None:
         position = state.epoch_position if state.epoch == epoch and state.epoch_position else at
         if self._seen(group, position):
             return

@@ -250,7 +250,11 @@ def _run_query(
                     args.max_records_per_trigger,
                 )
             processor = BatchProcessor(
-                HistoryStore(engine), name, args.offsets_partitions, latest_generations(engine)
+                HistoryStore(engine),
+                name,
+                args.offsets_partitions,
+                latest_generations(engine),
+                state_dir=checkpoint / "groupscope",
             )
             writer = df.writeStream.foreachBatch(processor).option(
                 "checkpointLocation", str(checkpoint)
