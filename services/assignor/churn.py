@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from services.assignor.minflow import MinCostFlow
 from services.assignor.model import Member, check_partition_counts, to_member
 
 TopicPartition = tuple[str, int]
@@ -82,8 +83,9 @@ def minimum_moves(
     identical subscriptions the shares are ``P // N``, and ``P % N`` members - best those
     owning the most - may keep one more; the result is exact. With differing subscriptions
     balanced assignments do not share one set of counts, so the shares are the counts that
-    Kafka's ``sticky`` assignor reaches for this group, and the result is a lower bound:
-    no assignment with those counts moves fewer partitions (sticky's own included).
+    Kafka's ``sticky`` assignor reaches for this group, and the result is exact for those
+    counts (a min-cost flow over groups of partitions): no assignment with those counts,
+    sticky's own included, moves fewer partitions.
     """
     counts = check_partition_counts(partitions_per_topic)
     group = _as_members(members, [t for t, c in counts.items() if c > 0])
@@ -92,9 +94,8 @@ def minimum_moves(
     ids = {m.id for m in group}
     subscribed = {m.id: set(m.topics) for m in group}
     wanted = {t for m in group for t in m.topics if counts.get(t, 0) > 0}
-    departed = 0
-    forced = 0
-    owned: dict[str, int] = dict.fromkeys(ids, 0)
+    departed = forced = 0
+    keepable: dict[tuple[str, str], int] = {}
     for tp, owner in _owners(before).items():
         topic, partition = tp
         if topic not in wanted or partition >= counts[topic]:
@@ -102,18 +103,23 @@ def minimum_moves(
         if owner not in ids:
             departed += 1
         elif topic in subscribed[owner]:
-            owned[owner] += 1
+            keepable[(topic, owner)] = keepable.get((topic, owner), 0) + 1
         else:
             forced += 1
+    owned = dict.fromkeys(ids, 0)
+    for (_, owner), n in keepable.items():
+        owned[owner] += n
     shares = _shares(group, counts, wanted)
     if shares is None:
         total = sum(counts[t] for t in wanted)
         minimum, extra = divmod(total, len(group))
         kept = sum(min(o, minimum) for o in owned.values())
         kept += min(extra, sum(1 for o in owned.values() if o > minimum))
-    else:
-        kept = sum(min(owned[m], shares[m]) for m in ids)
-    return Moves(sum(owned.values()) - kept + forced, departed)
+        return Moves(sum(owned.values()) - kept + forced, departed)
+    moved = _fewest_moves_for_shares(group, counts, wanted, keepable, shares)
+    if moved is None:
+        moved = sum(max(0, owned[m] - shares[m]) for m in ids)
+    return Moves(moved + forced, departed)
 
 
 def _shares(group: list[Member], counts: Mapping[str, int], wanted: set[str]) -> dict | None:
@@ -126,3 +132,42 @@ def _shares(group: list[Member], counts: Mapping[str, int], wanted: set[str]) ->
     plain = [Member(id=m.id, topics=m.topics) for m in group]
     result = assign("sticky", counts, plain)
     return {m: len(partitions) for m, partitions in result.items()}
+
+
+def _fewest_moves_for_shares(
+    group: list[Member],
+    counts: Mapping[str, int],
+    wanted: set[str],
+    keepable: Mapping[tuple[str, str], int],
+    shares: Mapping[str, int],
+) -> int | None:
+    """Fewest owned partitions that must change owner to reach exactly ``shares``.
+
+    A min-cost flow: each partition flows from its group (topic, owner) to a subscriber;
+    staying with its owner costs 0, going anywhere else costs 1. None if ``shares``
+    cannot be met within the subscriptions.
+    """
+    topics = sorted(wanted)
+    member_ids = [m.id for m in group]
+    node = {("member", m): 2 + i for i, m in enumerate(member_ids)}
+    for t in topics:
+        node[("pool", t)] = len(node) + 2
+    groups = list(keepable.items())
+    first_group = len(node) + 2
+    graph = MinCostFlow(first_group + len(groups) + len(topics))
+    source, sink = 0, 1
+    for i, ((topic, owner), n) in enumerate(groups):
+        graph.add_edge(source, first_group + i, n, 0)
+        graph.add_edge(first_group + i, node[("member", owner)], n, 0)
+        graph.add_edge(first_group + i, node[("pool", topic)], n, 1)
+    for j, topic in enumerate(topics):
+        free = counts[topic] - sum(n for (t, _), n in groups if t == topic)
+        graph.add_edge(source, first_group + len(groups) + j, free, 0)
+        graph.add_edge(first_group + len(groups) + j, node[("pool", topic)], free, 0)
+    total = sum(counts[t] for t in topics)
+    for m in group:
+        for topic in set(m.topics) & wanted:
+            graph.add_edge(node[("pool", topic)], node[("member", m.id)], total, 0)
+        graph.add_edge(node[("member", m.id)], sink, shares.get(m.id, 0), 0)
+    flow, cost = graph.run(source, sink, total)
+    return cost if flow == total else None

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import io
+import itertools
 import json
+import random
+from collections import Counter
 
 import pytest
 
@@ -145,3 +148,41 @@ def test_help_teaches(capsys, command):
         main([command, "--help"])
     out = capsys.readouterr().out
     assert "examples:" in out and "groupscope " + command in out
+
+
+def brute_force_fewest_moves(before, members, counts, shares):
+    """Try every assignment with exactly ``shares`` partitions per member."""
+    partitions = [
+        (t, p)
+        for t, c in counts.items()
+        for p in range(c)
+        if any(t in m["topics"] for m in members)
+    ]
+    owner = {tp: m for m, parts in before.items() for tp in parts}
+    choices = [[m["id"] for m in members if tp[0] in m["topics"]] for tp in partitions]
+    best = None
+    for pick in itertools.product(*choices):
+        if Counter(pick) != Counter({m: n for m, n in shares.items() if n}):
+            continue
+        moved = sum(
+            1
+            for tp, m in zip(partitions, pick, strict=True)
+            if owner.get(tp) not in (None, m) and owner.get(tp) in shares
+        )
+        best = moved if best is None else min(best, moved)
+    return best
+
+
+@pytest.mark.parametrize("seed", range(25))
+def test_minimum_moves_matches_brute_force_with_differing_subscriptions(seed):
+    rng = random.Random(seed)
+    topics = ["a", "b", "c"]
+    counts = {t: rng.randint(1, 3) for t in topics}
+    members = [member(f"m{i}", rng.sample(topics, rng.randint(1, 3))) for i in range(3)]
+    if all(set(m["topics"]) == set(members[0]["topics"]) for m in members):
+        members[0]["topics"] = ["a"] if members[0]["topics"] != ["a"] else ["b"]
+    previous = [member(f"m{i}", topics) for i in range(4)]
+    before = assign("roundrobin", counts, previous)
+    shares = {m: len(p) for m, p in assign("sticky", counts, members).items()}
+    expected = brute_force_fewest_moves(before, members, counts, shares)
+    assert minimum_moves(before, members, counts).from_surviving == expected
