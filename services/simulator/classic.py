@@ -91,13 +91,16 @@ class ClassicGroup(SimGroup):
         self.round = 0  # invalidates the timers of an earlier phase
         self.initial_delay = False
         self.new_member_added = False
+        self._order: tuple[tuple[str, ...], list[str]] = ((), [])
 
     # -- bookkeeping ------------------------------------------------------------------
 
     def ordered(self) -> list[ClassicMember]:
         """Members in the iteration order of the coordinator's member HashMap."""
-        ids = list(self.members)
-        return [self.members[ids[i]] for i in hashmap_order(ids)]
+        ids = tuple(self.members)
+        if self._order[0] != ids:
+            self._order = (ids, [ids[i] for i in hashmap_order(ids)])
+        return [self.members[i] for i in self._order[1]]
 
     def transition(self, state: str) -> None:
         if self.state not in VALID_PREVIOUS_STATES[state]:

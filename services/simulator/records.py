@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterable, Mapping, Sequence
+from functools import lru_cache
 from typing import Any
 
 from services.assignor.javaorder import hashmap_order
@@ -76,19 +77,22 @@ class OffsetCommitEncoder:
         return self.key(topic, partition), None
 
 
+@lru_cache(maxsize=4096)
+def _java_order(keys: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(keys[i] for i in hashmap_order(keys))
+
+
 def _by_topic(partitions: Iterable[TopicPartition]) -> list[dict[str, Any]]:
     """`CollectionUtils.groupPartitionsByTopic`: a HashMap of topic -> partitions in order."""
     grouped: dict[str, list[int]] = {}
     for topic, partition in partitions:
         grouped.setdefault(topic, []).append(partition)
-    topics = list(grouped)
-    return [{"topic": topics[i], "partitions": grouped[topics[i]]} for i in hashmap_order(topics)]
+    return [{"topic": t, "partitions": grouped[t]} for t in _java_order(tuple(grouped))]
 
 
 def java_hash_set(values: Iterable[str]) -> list[str]:
     """Iteration order of a `java.util.HashSet<String>` holding `values`."""
-    items = list(dict.fromkeys(values))
-    return [items[i] for i in hashmap_order(items)]
+    return list(_java_order(tuple(dict.fromkeys(values))))
 
 
 def sticky_user_data(assigned: Sequence[TopicPartition], generation: int) -> bytes:
