@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from sqlalchemy import Engine, create_engine, make_url, text
 from sqlalchemy.exc import DBAPIError
@@ -36,9 +37,12 @@ def redacted(url: str | None) -> str:
     return make_url(sqlalchemy_url(url)).set(drivername="postgresql").render_as_string()
 
 
-def create_store_engine(url: str) -> Engine:
-    """An engine whose pool notices a restarted server instead of handing out dead links."""
-    return create_engine(sqlalchemy_url(url), pool_pre_ping=True)
+def create_store_engine(url: str, **options: Any) -> Engine:
+    """An engine whose pool notices a restarted server instead of handing out dead links.
+
+    `options` go to `sqlalchemy.create_engine` (pool sizes, echo, ...).
+    """
+    return create_engine(sqlalchemy_url(url), pool_pre_ping=True, **options)
 
 
 def check_server(engine: Engine) -> None:
