@@ -55,19 +55,17 @@ class KafkaRange(InputPartition):
 
 
 def share(available: dict[str, int], budget: int) -> dict[str, int]:
-    """Split a read budget across partitions: each gets an equal share of what is left,
-    and what a partition cannot use goes to the others (like Kafka's rate limiting)."""
+    """Split a read budget across partitions by water-filling: smallest first, each takes
+    at most an equal share of what is left, so what one cannot use goes to the others."""
     grant = dict.fromkeys(available, 0)
-    waiting = sorted((n, p) for p, n in available.items() if n > 0)
-    while waiting and budget > 0:
-        slice_ = max(budget // len(waiting), 1)
-        n, p = waiting.pop(0)
-        take = min(n, slice_, budget)
-        grant[p] += take
-        budget -= take
-        if n > take:
-            waiting.append((n - take, p))
-            waiting.sort()
+    items = sorted((n, p) for p, n in available.items() if n > 0)
+    for i, (n, p) in enumerate(items):
+        grant[p] = min(n, budget // (len(items) - i))
+        budget -= grant[p]
+    for n, p in reversed(items):  # what integer division left over
+        if budget > 0 and grant[p] < n:
+            grant[p] += 1
+            budget -= 1
     return grant
 
 
@@ -170,6 +168,9 @@ def read_range(part: KafkaRange) -> Iterator[Any]:
             "enable.auto.commit": False,
             "enable.partition.eof": True,
             "isolation.level": "read_committed",
+            # A start offset deleted by retention or compaction: resume at the earliest
+            # record still there, never at the end (librdkafka's default).
+            "auto.offset.reset": "earliest",
             "fetch.max.bytes": 52_428_800,
         }
     )
