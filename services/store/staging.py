@@ -47,18 +47,22 @@ class CopyTable:
 
 def text_array(values: Sequence[str]) -> str:
     """A PostgreSQL text[] literal: every element quoted, `\\` and `"` escaped."""
-    quoted = (v.replace("\\", "\\\\").replace('"', '\\"') for v in values)
-    return "{" + ",".join(f'"{v}"' for v in quoted) + "}"
+    if not values:
+        return "{}"
+    escaped = [v.replace("\\", "\\\\").replace('"', '\\"') for v in values]
+    return '{"' + '","'.join(escaped) + '"}'
+
+
+_encode_json = json.JSONEncoder(separators=(",", ":")).encode
 
 
 def json_text(partitions_by_topic: Mapping[str, Sequence[int]]) -> str:
     """`{"topic": [partitions]}` as JSON text, for a jsonb column."""
     try:
-        return json.dumps(partitions_by_topic, separators=(",", ":"))
+        return _encode_json(partitions_by_topic)
     except TypeError:  # not dicts of lists: a mapping view, ranges, sets ...
-        return json.dumps(
-            {topic: list(partitions) for topic, partitions in partitions_by_topic.items()},
-            separators=(",", ":"),
+        return _encode_json(
+            {topic: list(partitions) for topic, partitions in partitions_by_topic.items()}
         )
 
 
