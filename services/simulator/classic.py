@@ -59,7 +59,6 @@ VALID_PREVIOUS_STATES: dict[str, frozenset[str]] = {
 }
 
 INITIAL_REBALANCE_DELAY_MS = 3_000  # group.initial.rebalance.delay.ms
-DELETE_RETRY_MS = 5_000
 COOPERATIVE = "cooperative-sticky"
 
 
@@ -73,7 +72,6 @@ class ClassicMember(MemberBase):
     joined: bool = False  # sent JoinGroup in the current rebalance
     subscription: bytes = b""
     remembered: list | None = None  # StickyAssignor.memberAssignment (eager sticky)
-    kicked: bool = False  # removed for not polling (it rejoins when it polls again)
 
 
 class ClassicGroup(SimGroup):
@@ -354,56 +352,18 @@ class ClassicGroup(SimGroup):
         )
         return self.append([record])
 
-    def _remove_and_rebalance(self, member: ClassicMember) -> None:
+    def remove(self, member: MemberBase) -> None:
+        assert isinstance(member, ClassicMember)
         self._remove(member)
         if self.state in (STABLE, COMPLETING_REBALANCE):
             self._prepare_rebalance()
         self._maybe_complete()
 
-    def leave(self, member: MemberBase) -> None:
+    def resumed(self, member: MemberBase) -> None:
         assert isinstance(member, ClassicMember)
-        self.commit_now(member)
-        self._remove_and_rebalance(member)
-
-    def crash(self, member: MemberBase) -> None:
-        member.alive = False
-        self.scheduler.after(self.spec.session_timeout_ms, self._session_expired, member)
-
-    def _session_expired(self, member: ClassicMember) -> None:
-        if member.in_group and not member.alive:
-            self.event("session-timeout", member)
-            self._remove_and_rebalance(member)
-
-    def stall(self, member: MemberBase, duration_ms: int) -> None:
-        assert isinstance(member, ClassicMember)
-        member.polling = False
-        self.scheduler.after(duration_ms, self._stall_end, member)
-        if duration_ms > self.spec.max_poll_interval_ms:
-            self.scheduler.after(self.spec.max_poll_interval_ms, self._poll_timeout, member)
-
-    def _poll_timeout(self, member: ClassicMember) -> None:
-        """KIP-62: the heartbeat thread gives up on a consumer stuck in processing. A
-        dynamic member sends LeaveGroup; a static one just stops heartbeating."""
-        if not (member.in_group and member.alive and not member.polling):
-            return
-        self.event("poll-timeout", member)
-        member.kicked = True
-        if member.instance_id is None:
-            self._remove_and_rebalance(member)
-        else:
-            self.crash(member)
-
-    def _stall_end(self, member: ClassicMember) -> None:
-        member.polling = True
-        if self.deleted:
-            return
-        if member.in_group and member.alive and not member.kicked:
-            if self.state == PREPARING_REBALANCE and not member.joined:
-                self._rejoin(member)
-                self._maybe_complete()
-        elif member.kicked and member.slot.member is member:
-            member.alive = False  # this consumer starts over with a new JoinGroup
-            self._start_slot(member.slot.index, None)
+        if self.state == PREPARING_REBALANCE and not member.joined:
+            self._rejoin(member)
+            self._maybe_complete()
 
     def subscribe(self, member: MemberBase, topics: list[str]) -> None:
         assert isinstance(member, ClassicMember)
@@ -416,21 +376,9 @@ class ClassicGroup(SimGroup):
         if leader is not None:
             self.scheduler.after(self.rng.randrange(100, 1000), self._request_rejoin, leader)
 
-    def delete(self) -> None:
-        for member in list(self.members.values()):
-            if member.alive:
-                self.event("leave", member)
-                self.leave(member)
-        self.scheduler.after(1_000, self._delete_when_empty)
+    def empty(self) -> bool:
+        return self.state == EMPTY
 
-    def _delete_when_empty(self) -> None:
-        """DeleteGroups: only an Empty group; offsets' tombstones, then the group's."""
-        if self.deleted:
-            return
-        if self.state != EMPTY:
-            self.scheduler.after(DELETE_RETRY_MS, self._delete_when_empty)
-            return
-        self.append([*self.offsets.tombstones(), group_tombstone(self.name)])
+    def group_tombstones(self) -> list[tuple[bytes, None]]:
         self.transition(DEAD)
-        self.event("delete-group")
-        self.deleted = True
+        return [group_tombstone(self.name)]

@@ -53,7 +53,6 @@ class ConsumerMember(MemberBase):
     state: int = STABLE
     pending_revocation: list = field(default_factory=list)
     heartbeat_scheduled: bool = False
-    kicked: bool = False
 
 
 class ConsumerGroup(SimGroup):
@@ -257,7 +256,7 @@ class ConsumerGroup(SimGroup):
         if member.in_group and member.pending_revocation and member.member_epoch == epoch:
             self.event("rebalance-timeout", member)
             member.kicked = member.alive
-            self._fence(member)
+            self.remove(member)
 
     # -- membership -------------------------------------------------------------------
 
@@ -272,8 +271,8 @@ class ConsumerGroup(SimGroup):
         index = self._heartbeat_records(member, records)
         self._flush(records, index, member)
 
-    def _fence(self, member: ConsumerMember) -> None:
-        """Remove a member: tombstones of its records, then a new group epoch."""
+    def remove(self, member: MemberBase) -> None:
+        """Fence a member: tombstones of its records, then a new group epoch."""
         del self.members[member.member_id]
         self.target.pop(member.member_id, None)
         member.in_group = False
@@ -286,41 +285,6 @@ class ConsumerGroup(SimGroup):
         self.append(records)
         for m in self.members.values():
             self._schedule_heartbeat(m)
-
-    def leave(self, member: MemberBase) -> None:
-        assert isinstance(member, ConsumerMember)
-        self.commit_now(member)
-        self._fence(member)
-
-    def crash(self, member: MemberBase) -> None:
-        member.alive = False
-        self.scheduler.after(self.spec.session_timeout_ms, self._session_expired, member)
-
-    def _session_expired(self, member: ConsumerMember) -> None:
-        if member.in_group and not member.alive:
-            self.event("session-timeout", member)
-            self._fence(member)
-
-    def stall(self, member: MemberBase, duration_ms: int) -> None:
-        assert isinstance(member, ConsumerMember)
-        member.polling = False
-        self.scheduler.after(duration_ms, self._stall_end, member)
-        if duration_ms > self.spec.max_poll_interval_ms:
-            self.scheduler.after(self.spec.max_poll_interval_ms, self._poll_timeout, member)
-
-    def _poll_timeout(self, member: ConsumerMember) -> None:
-        if member.in_group and member.alive and not member.polling:
-            self.event("poll-timeout", member)
-            member.kicked = True
-            self._fence(member)
-
-    def _stall_end(self, member: ConsumerMember) -> None:
-        member.polling = True
-        if self.deleted:
-            return
-        if member.kicked and member.slot.member is member:
-            member.alive = False
-            self._start_slot(member.slot.index, None)
 
     def subscribe(self, member: MemberBase, topics: list[str]) -> None:
         assert isinstance(member, ConsumerMember)
@@ -339,28 +303,13 @@ class ConsumerGroup(SimGroup):
         for m in self.members.values():
             self._schedule_heartbeat(m)
 
-    def delete(self) -> None:
-        for member in list(self.members.values()):
-            if member.alive:
-                self.event("leave", member)
-                self.leave(member)
-        self.scheduler.after(1_000, self._delete_when_empty)
+    def empty(self) -> bool:
+        return not self.members
 
-    def _delete_when_empty(self) -> None:
-        """DeleteGroups on an empty group: offsets' tombstones, then
-        `ConsumerGroup.createGroupTombstoneRecords` (types 6, 4, 3)."""
-        if self.deleted:
-            return
-        if self.members:
-            self.scheduler.after(5_000, self._delete_when_empty)
-            return
-        self.append(
-            [
-                *self.offsets.tombstones(),
-                consumer_group_target_epoch(self.name, None),
-                consumer_group_topics(self.name, None),
-                consumer_group_epoch(self.name, None),
-            ]
-        )
-        self.event("delete-group")
-        self.deleted = True
+    def group_tombstones(self) -> list[tuple[bytes, None]]:
+        """`ConsumerGroup.createGroupTombstoneRecords` of an empty group: types 6, 4, 3."""
+        return [
+            consumer_group_target_epoch(self.name, None),
+            consumer_group_topics(self.name, None),
+            consumer_group_epoch(self.name, None),
+        ]

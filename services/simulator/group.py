@@ -48,9 +48,10 @@ class MemberBase:
     slot: Slot
     topics: list[str]
     assigned: list[TopicPartition] = field(default_factory=list)
-    alive: bool = True
-    polling: bool = True
+    alive: bool = True  # the process runs and heartbeats
+    polling: bool = True  # not stuck in processing
     in_group: bool = True
+    kicked: bool = False  # removed for not polling; it rejoins when it polls again
 
     @property
     def instance_id(self) -> str | None:
@@ -209,19 +210,84 @@ class SimGroup:
         if member.alive and member.polling and member.assigned:
             self.offsets.commit(member.assigned, self.scheduler.now)
 
+    # -- membership shared by both protocols -------------------------------------------
+
+    def leave(self, member: MemberBase) -> None:
+        """The consumer closes: it commits, then leaves the group."""
+        self.commit_now(member)
+        self.remove(member)
+
+    def crash(self, member: MemberBase) -> None:
+        """The process dies: no LeaveGroup; the session timeout removes the member."""
+        member.alive = False
+        self.scheduler.after(self.spec.session_timeout_ms, self._session_expired, member)
+
+    def _session_expired(self, member: MemberBase) -> None:
+        if member.in_group and not member.alive:
+            self.event("session-timeout", member)
+            self.remove(member)
+
+    def stall(self, member: MemberBase, duration_ms: int) -> None:
+        member.polling = False
+        self.scheduler.after(duration_ms, self._stall_end, member)
+        if duration_ms > self.spec.max_poll_interval_ms:
+            self.scheduler.after(self.spec.max_poll_interval_ms, self._poll_timeout, member)
+
+    def _poll_timeout(self, member: MemberBase) -> None:
+        """KIP-62: the heartbeat thread gives up on a consumer stuck in processing. A
+        dynamic member leaves the group; a static one just stops heartbeating."""
+        if not (member.in_group and member.alive and not member.polling):
+            return
+        self.event("poll-timeout", member)
+        member.kicked = True
+        if member.instance_id is None:
+            self.remove(member)
+        else:
+            self.crash(member)
+
+    def _stall_end(self, member: MemberBase) -> None:
+        member.polling = True
+        if self.deleted:
+            return
+        if member.in_group and member.alive and not member.kicked:
+            self.resumed(member)
+        elif member.kicked and member.slot.member is member:
+            member.alive = False  # this consumer starts over with a new member
+            self._start_slot(member.slot.index, None)
+
+    def delete(self) -> None:
+        """Every consumer leaves, then DeleteGroups, which needs an empty group."""
+        for member in list(self.members.values()):
+            if member.alive:
+                self.event("leave", member)
+                self.leave(member)
+        self.scheduler.after(1_000, self._delete_when_empty)
+
+    def _delete_when_empty(self) -> None:
+        """Tombstones of the committed offsets (`OffsetMetadataManager.deleteAllOffsets`),
+        then of the group's own records."""
+        if self.deleted:
+            return
+        if not self.empty():
+            self.scheduler.after(5_000, self._delete_when_empty)
+            return
+        self.append([*self.offsets.tombstones(), *self.group_tombstones()])
+        self.deleted = True
+        self.event("delete-group")
+
     # -- protocol (subclasses) --------------------------------------------------------
+
+    members: dict
 
     def join(self, slot: Slot) -> None:
         raise NotImplementedError
 
-    def leave(self, member: MemberBase) -> None:
+    def remove(self, member: MemberBase) -> None:
+        """Take a member out of the group (LeaveGroup, expiry, fencing)."""
         raise NotImplementedError
 
-    def crash(self, member: MemberBase) -> None:
-        raise NotImplementedError
-
-    def stall(self, member: MemberBase, duration_ms: int) -> None:
-        raise NotImplementedError
+    def resumed(self, member: MemberBase) -> None:
+        """A member that was stuck in processing polls again."""
 
     def subscribe(self, member: MemberBase, topics: list[str]) -> None:
         raise NotImplementedError
@@ -229,5 +295,8 @@ class SimGroup:
     def partitions_changed(self) -> None:
         raise NotImplementedError
 
-    def delete(self) -> None:
+    def empty(self) -> bool:
+        raise NotImplementedError
+
+    def group_tombstones(self) -> list[tuple[bytes, None]]:
         raise NotImplementedError

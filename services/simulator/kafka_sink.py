@@ -10,8 +10,10 @@ broker's; the ground truth's offsets are those of the simulated log.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
+
+from services.simulator.log import Batch
 
 _TIMEOUT_S = 30.0
 
@@ -40,16 +42,9 @@ class KafkaTopic:
         if err is not None:
             self._errors.append(str(err))
 
-    def _produce(
-        self,
-        producer: Any,
-        partition: int,
-        timestamp: int,
-        keys: Sequence[bytes],
-        values: Sequence[bytes | None],
-    ) -> None:
-        topic = self.topic
-        for key, value in zip(keys, values, strict=True):
+    def _produce(self, producer: Any, batch: Batch) -> None:
+        topic, partition, timestamp = self.topic, batch.partition, batch.timestamp
+        for key, value in zip(batch.keys, batch.values, strict=True):
             while True:
                 try:
                     producer.produce(
@@ -66,25 +61,10 @@ class KafkaTopic:
         producer.poll(0)
         self._raise_errors()
 
-    def write(
-        self,
-        partition: int,
-        offset: int,
-        timestamp: int,
-        keys: Sequence[bytes],
-        values: Sequence[bytes | None],
-    ) -> None:
-        self._produce(self._producer, partition, timestamp, keys, values)
+    def write(self, batch: Batch) -> None:
+        self._produce(self._producer, batch)
 
-    def write_transaction(
-        self,
-        partition: int,
-        offset: int,
-        timestamp: int,
-        keys: Sequence[bytes],
-        values: Sequence[bytes | None],
-        commit: bool,
-    ) -> None:
+    def write_transaction(self, batch: Batch, commit: bool) -> None:
         from confluent_kafka import Producer
 
         self._flush(self._producer)
@@ -92,7 +72,7 @@ class KafkaTopic:
             self._txn = Producer({**self._base, "transactional.id": self._transactional_id})
             self._txn.init_transactions(_TIMEOUT_S)
         self._txn.begin_transaction()
-        self._produce(self._txn, partition, timestamp, keys, values)
+        self._produce(self._txn, batch)
         self._flush(self._txn)
         if commit:
             self._txn.commit_transaction(_TIMEOUT_S)

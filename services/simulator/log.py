@@ -8,37 +8,27 @@ takes an offset too, so consumers see a gap there, exactly as they do on a real 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
-Row = tuple[int, int, int, bytes, bytes | None]  # partition, offset, timestamp ms, key, value
+
+class Batch(NamedTuple):
+    """Records appended together: one partition, consecutive offsets from `offset`, one
+    timestamp (ms)."""
+
+    partition: int
+    offset: int
+    timestamp: int
+    keys: Sequence[bytes]
+    values: Sequence[bytes | None]
 
 
 class Sink(Protocol):
-    """Where records go: a replay directory or a broker topic.
+    """Where records go: a replay directory or a broker topic."""
 
-    A batch is records of one partition at consecutive offsets from `offset`, all with
-    `timestamp` (ms), as the coordinator appends them.
-    """
-
-    def write(
-        self,
-        partition: int,
-        offset: int,
-        timestamp: int,
-        keys: Sequence[bytes],
-        values: Sequence[bytes | None],
-    ) -> None:
+    def write(self, batch: Batch) -> None:
         """Ordinary (non-transactional) records."""
 
-    def write_transaction(
-        self,
-        partition: int,
-        offset: int,
-        timestamp: int,
-        keys: Sequence[bytes],
-        values: Sequence[bytes | None],
-        commit: bool,
-    ) -> None:
+    def write_transaction(self, batch: Batch, commit: bool) -> None:
         """One transactional batch, then its COMMIT (commit=True) or ABORT marker."""
 
     def close(self) -> None: ...
@@ -54,30 +44,20 @@ class CoordinatorLog:
         self.records = 0
 
     def append(
-        self,
-        partition: int,
-        timestamp: int,
-        keys: Sequence[bytes],
-        values: Sequence[bytes | None],
+        self, partition: int, timestamp: int, keys: Sequence[bytes], values: Sequence[bytes | None]
     ) -> int:
         """Append non-transactional records to `partition`; returns the first offset."""
         start = self.next_offsets[partition]
         self.next_offsets[partition] = start + len(keys)
         self.records += len(keys)
-        self.sink.write(partition, start, timestamp, keys, values)
+        self.sink.write(Batch(partition, start, timestamp, keys, values))
         return start
 
-    def append_transaction(
-        self,
-        partition: int,
-        timestamp: int,
-        keys: Sequence[bytes],
-        values: Sequence[bytes | None],
-        commit: bool,
-    ) -> int:
-        """A transactional batch and its end marker; returns the batch's first offset."""
-        start = self.next_offsets[partition]
-        self.next_offsets[partition] = start + len(keys) + 1  # + the control record
-        self.records += len(keys)
-        self.sink.write_transaction(partition, start, timestamp, keys, values, commit)
+    def append_transaction(self, batch: Batch, commit: bool) -> int:
+        """A transactional batch (its `offset` is ignored) and its end marker; returns the
+        batch's first offset."""
+        start = self.next_offsets[batch.partition]
+        self.next_offsets[batch.partition] = start + len(batch.keys) + 1  # + the marker
+        self.records += len(batch.keys)
+        self.sink.write_transaction(batch._replace(offset=start), commit)
         return start

@@ -14,7 +14,7 @@ import random
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from services.simulator.log import CoordinatorLog
+from services.simulator.log import Batch, CoordinatorLog
 from services.simulator.records import OFFSET_COMMIT_VERSION, OffsetCommitEncoder
 from services.simulator.truth import GroundTruth
 
@@ -92,7 +92,8 @@ class GroupOffsets:
         if not transactional:
             self.log.append(self.log_partition, now, keys, values)
             return
-        first = self.log.append_transaction(self.log_partition, now, keys, values, takes_effect)
+        batch = Batch(self.log_partition, -1, now, keys, values)
+        first = self.log.append_transaction(batch, takes_effect)
         if not takes_effect:
             self._report_aborted(partitions, offsets, first, now)
 

@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
 from itertools import repeat
 from pathlib import Path
+
+from services.simulator.log import Batch
 
 FORMATS = ("parquet", "jsonl")
 DEFAULT_ROWS_PER_FILE = 200_000
@@ -50,14 +51,8 @@ class ReplayDirectory:
         # Columns of the rows not yet written: partition, offset, timestamp, key, value.
         self._columns: tuple[list, list, list, list, list] = ([], [], [], [], [])
 
-    def write(
-        self,
-        partition: int,
-        offset: int,
-        timestamp: int,
-        keys: Sequence[bytes],
-        values: Sequence[bytes | None],
-    ) -> None:
+    def write(self, batch: Batch) -> None:
+        partition, offset, timestamp, keys, values = batch
         n = len(keys)
         partitions, offsets, timestamps, key_column, value_column = self._columns
         partitions.extend(repeat(partition, n))
@@ -68,17 +63,9 @@ class ReplayDirectory:
         if len(key_column) >= self.rows_per_file:
             self._flush(self.rows_per_file)
 
-    def write_transaction(
-        self,
-        partition: int,
-        offset: int,
-        timestamp: int,
-        keys: Sequence[bytes],
-        values: Sequence[bytes | None],
-        commit: bool,
-    ) -> None:
+    def write_transaction(self, batch: Batch, commit: bool) -> None:
         if commit:
-            self.write(partition, offset, timestamp, keys, values)
+            self.write(batch)
 
     def close(self) -> None:
         self._flush(1)
