@@ -39,13 +39,17 @@ class Scheduler:
         steps = 0
         while queue and queue[0][0] <= end:
             when, _, callback, args = pop(queue)
-            if self.wall_clock:
-                wait = (self._wall_origin + when) / 1000 - _time.time()
-                if wait > 0:
-                    _time.sleep(wait)
+            self._wait_until(when)
             self.now = when
             callback(*args)
             steps += 1
             if progress is not None and steps % 4096 == 0:
                 progress(when)
+        self._wait_until(end)
         self.now = end
+
+    def _wait_until(self, when: int) -> None:
+        if self.wall_clock:
+            wait = (self._wall_origin + when) / 1000 - _time.time()
+            if wait > 0:
+                _time.sleep(wait)
