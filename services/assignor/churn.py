@@ -83,9 +83,9 @@ def minimum_moves(
     identical subscriptions the shares are ``P // N``, and ``P % N`` members - best those
     owning the most - may keep one more; the result is exact. With differing subscriptions
     balanced assignments do not share one set of counts, so the shares are the counts that
-    Kafka's ``sticky`` assignor reaches for this group, and the result is exact for those
-    counts (a min-cost flow over groups of partitions): no assignment with those counts,
-    sticky's own included, moves fewer partitions.
+    Kafka's ``sticky`` assignor reaches from ``before``, and the result is exact for those
+    counts: the lower bound when sticky's own answer meets it, otherwise a min-cost flow
+    over groups of partitions. No assignment with those counts moves fewer partitions.
     """
     counts = check_partition_counts(partitions_per_topic)
     group = _as_members(members, [t for t, c in counts.items() if c > 0])
@@ -109,29 +109,37 @@ def minimum_moves(
     owned = dict.fromkeys(ids, 0)
     for (_, owner), n in keepable.items():
         owned[owner] += n
-    shares = _shares(group, counts, wanted)
-    if shares is None:
+    if _identical(group, wanted):
         total = sum(counts[t] for t in wanted)
         minimum, extra = divmod(total, len(group))
         kept = sum(min(o, minimum) for o in owned.values())
         kept += min(extra, sum(1 for o in owned.values() if o > minimum))
         return Moves(sum(owned.values()) - kept + forced, departed)
+    sticky = _sticky_rebalance(group, counts, before)
+    shares = {m: len(partitions) for m, partitions in sticky.items()}
+    lower = sum(max(0, owned[m] - shares[m]) for m in ids) + forced
+    if moves(before, sticky).from_surviving == lower:
+        return Moves(lower, departed)
     moved = _fewest_moves_for_shares(group, counts, wanted, keepable, shares)
-    if moved is None:
-        moved = sum(max(0, owned[m] - shares[m]) for m in ids)
-    return Moves(moved + forced, departed)
+    return Moves(lower if moved is None else moved + forced, departed)
 
 
-def _shares(group: list[Member], counts: Mapping[str, int], wanted: set[str]) -> dict | None:
-    """Per-member counts of a balanced assignment; None when subscriptions are identical."""
+def _identical(group: list[Member], wanted: set[str]) -> bool:
     reference = set(group[0].topics) & wanted
-    if all(set(m.topics) & wanted == reference for m in group):
-        return None
+    return all(set(m.topics) & wanted == reference for m in group)
+
+
+def _sticky_rebalance(
+    group: list[Member], counts: Mapping[str, int], before: Mapping[str, Iterable[Sequence]]
+) -> dict:
+    """Kafka's sticky answer for this group, the members reporting ``before`` as owned."""
     from services.assignor.api import assign
 
-    plain = [Member(id=m.id, topics=m.topics) for m in group]
-    result = assign("sticky", counts, plain)
-    return {m: len(partitions) for m, partitions in result.items()}
+    reported = [
+        Member(id=m.id, topics=m.topics, owned=tuple(map(tuple, before.get(m.id, ()))))
+        for m in group
+    ]
+    return assign("sticky", counts, reported)
 
 
 def _fewest_moves_for_shares(

@@ -183,6 +183,7 @@ def test_minimum_moves_matches_brute_force_with_differing_subscriptions(seed):
         members[0]["topics"] = ["a"] if members[0]["topics"] != ["a"] else ["b"]
     previous = [member(f"m{i}", topics) for i in range(4)]
     before = assign("roundrobin", counts, previous)
-    shares = {m: len(p) for m, p in assign("sticky", counts, members).items()}
+    reported = [{**m, "owned": before.get(m["id"], [])} for m in members]
+    shares = {m: len(p) for m, p in assign("sticky", counts, reported).items()}
     expected = brute_force_fewest_moves(before, members, counts, shares)
     assert minimum_moves(before, members, counts).from_surviving == expected
