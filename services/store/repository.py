@@ -95,7 +95,9 @@ ON CONFLICT (to_generation_pk) DO NOTHING
 # ones inserted by separate sub-statements: measured, that costs the server ~17% less
 # CPU than INSERT … ON CONFLICT DO UPDATE, which also locks each row it updates. Both
 # see the snapshot from before the statement, so no partition is both updated and
-# inserted. One writer per source partition is assumed (the streaming job).
+# inserted. One writer per source partition is assumed (the streaming job); a second
+# writer inserting the same new partition at the same moment gets a unique-key error
+# (BatchRejectedError) rather than a silently dropped commit.
 UPSERT_OFFSETS = """
 WITH latest AS (
     SELECT DISTINCT ON (group_name, topic, partition) *
@@ -128,7 +130,6 @@ WITH latest AS (
     WHERE NOT EXISTS (
         SELECT 1 FROM committed_offsets c
         WHERE c.group_name = l.group_name AND c.topic = l.topic AND c.partition = l.partition)
-    ON CONFLICT DO NOTHING
     RETURNING group_name, topic, partition, committed_offset, commit_timestamp, source_offset
 ), moved AS (
     SELECT * FROM updated UNION ALL SELECT * FROM inserted
