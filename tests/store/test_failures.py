@@ -8,7 +8,9 @@ from sqlalchemy import Engine, text
 from services.store import repository
 from services.store.batch import GroupEvent, SourceProgress
 from services.store.database import create_store_engine
+from services.store.embedded import EmbeddedPostgres
 from services.store.errors import BatchRejectedError, StoreUnavailableError
+from services.store.migrate import upgrade
 from services.store.repository import HistoryStore
 from services.store.retry import RetryPolicy
 from tests.fixtures.batches import at, batch, commit, generation, member
@@ -104,3 +106,31 @@ def test_rejected_data_keeps_nothing_and_is_not_retried(store_engine: Engine) ->
         RetryPolicy(attempts=5).run(write, sleep=lambda _: None)
     assert len(attempts) == 1
     assert set(counts(store_engine).values()) == {0}
+
+
+def test_server_restarted_mid_batch_then_the_retry_lands_it(
+    data_dir, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with EmbeddedPostgres(data_dir / "pg", delete_on_stop=True) as server:
+        upgrade(server.uri())
+        engine = create_store_engine(server.uri())
+        store = HistoryStore(engine)
+        store.write_batch(batch(1, offsets=[commit(5, 50)]))
+
+        original_merge = repository._merge
+        restarted: list[bool] = []
+
+        def merge_during_a_restart(cursor, batch_write) -> None:
+            if not restarted:
+                restarted.append(True)
+                server.restart()
+            original_merge(cursor, batch_write)
+
+        monkeypatch.setattr(repository, "_merge", merge_during_a_restart)
+        sleeps: list[float] = []
+        RetryPolicy(attempts=3, initial_delay=0.1).run(
+            lambda: store.write_batch(full_batch(2)), sleep=sleeps.append
+        )
+        assert sleeps == [0.1]
+        assert counts(engine)["committed_offsets"] == 2
+        engine.dispose()
