@@ -134,9 +134,9 @@ def upgrade() -> None:
         sa.Column("rebalance_timeout_ms", sa.Integer(), nullable=True),
         sa.Column("subscribed_topics", postgresql.ARRAY(sa.Text()), nullable=False),
         sa.Column("rack", sa.Text(), nullable=True),
-        sa.Column("owned_partitions", postgresql.JSONB(astext_type=sa.Text()), nullable=True),
+        sa.Column("owned_partitions", postgresql.JSON(astext_type=sa.Text()), nullable=True),
         sa.Column("reported_generation", sa.Integer(), nullable=True),
-        sa.Column("assignment", postgresql.JSONB(astext_type=sa.Text()), nullable=False),
+        sa.Column("assignment", postgresql.JSON(astext_type=sa.Text()), nullable=False),
         sa.PrimaryKeyConstraint("generation_pk", "member_id", name=op.f("pk_generation_members")),
     )
     op.create_table(

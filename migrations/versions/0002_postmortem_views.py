@@ -40,9 +40,9 @@ depends_on: str | Sequence[str] | None = None
 ASSIGNMENTS = """
 CREATE VIEW assignments AS
 SELECT m.generation_pk, m.member_id, a.topic,
-       ARRAY(SELECT jsonb_array_elements_text(a.partitions)::integer) AS partitions
+       ARRAY(SELECT json_array_elements_text(a.partitions)::integer) AS partitions
 FROM generation_members m
-CROSS JOIN LATERAL jsonb_each(m.assignment) AS a(topic, partitions)
+CROSS JOIN LATERAL json_each(m.assignment) AS a(topic, partitions)
 """
 
 OFFSET_HISTORY_ENTRIES = """
@@ -159,8 +159,8 @@ FROM (
     FROM generations
 ) g
 JOIN generation_members m ON m.generation_pk = g.id
-CROSS JOIN LATERAL jsonb_each(m.assignment) AS a(topic, partitions)
-CROSS JOIN LATERAL jsonb_array_elements_text(a.partitions) AS p(partition_text)
+CROSS JOIN LATERAL json_each(m.assignment) AS a(topic, partitions)
+CROSS JOIN LATERAL json_array_elements_text(a.partitions) AS p(partition_text)
 """
 
 STORMS_FUNCTION = """

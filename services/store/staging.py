@@ -57,7 +57,7 @@ _encode_json = json.JSONEncoder(separators=(",", ":")).encode
 
 
 def json_text(partitions_by_topic: Mapping[str, Sequence[int]]) -> str:
-    """`{"topic": [partitions]}` as JSON text, for a jsonb column."""
+    """`{"topic": [partitions]}` as JSON text, for a json column."""
     try:
         return _encode_json(partitions_by_topic)
     except TypeError:  # not dicts of lists: a mapping view, ranges, sets ...
@@ -123,9 +123,9 @@ MEMBERS = CopyTable(
         ("rebalance_timeout_ms", "int4"),
         ("subscribed_topics", "text[]"),
         ("rack", "text"),
-        ("owned_partitions", "jsonb"),
+        ("owned_partitions", "json"),
         ("reported_generation", "int4"),
-        ("assignment", "jsonb"),
+        ("assignment", "json"),
     ),
     binary=False,
 )
