@@ -45,8 +45,8 @@ examples:
       every storm in the stored history, worst first (defaults: 5 within 10m)
   groupscope storms --since 24h --window 5m --min-rebalances 3 --json
 
-exit status: 0 (also when there was no storm: the output is then empty, or [] with
---json); 1 database unavailable; 2 bad input.
+exit status: 0, also when there was no storm (it says so, or prints [] with --json);
+1 database unavailable; 2 bad input.
 """
 
 
