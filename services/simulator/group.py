@@ -15,7 +15,7 @@ from services.codec import partition_for
 from services.simulator.engine import Scheduler
 from services.simulator.log import CoordinatorLog
 from services.simulator.model import Action, GroupSpec
-from services.simulator.offsets import GroupOffsets
+from services.simulator.offsets import CommitPlan, GroupOffsets
 from services.simulator.truth import GroundTruth, GroupHistory
 
 TopicPartition = tuple[str, int]
@@ -52,6 +52,7 @@ class MemberBase:
     polling: bool = True  # not stuck in processing
     in_group: bool = True
     kicked: bool = False  # removed for not polling; it rejoins when it polls again
+    commit_plan: CommitPlan | None = None  # of `assigned` (the same list object)
 
     @property
     def instance_id(self) -> str | None:
@@ -203,12 +204,18 @@ class SimGroup:
         if not (member.in_group and member.alive) or self.deleted:
             return
         if member.polling and member.assigned:
-            self.offsets.commit(member.assigned, self.scheduler.now)
+            self.offsets.commit(self._plan(member), self.scheduler.now)
         self.scheduler.after(self.spec.commit_interval_ms, self._auto_commit, member)
 
     def commit_now(self, member: MemberBase) -> None:
         if member.alive and member.polling and member.assigned:
-            self.offsets.commit(member.assigned, self.scheduler.now)
+            self.offsets.commit(self._plan(member), self.scheduler.now)
+
+    def _plan(self, member: MemberBase) -> CommitPlan:
+        plan = member.commit_plan
+        if plan is None or plan.partitions is not member.assigned:
+            plan = member.commit_plan = self.offsets.plan(member.assigned)
+        return plan
 
     # -- membership shared by both protocols -------------------------------------------
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from services.simulator.log import Batch, CoordinatorLog
 from services.simulator.records import OFFSET_COMMIT_VERSION, OffsetCommitEncoder
@@ -22,6 +22,14 @@ TopicPartition = tuple[str, int]
 
 # Per partition, a list: [0] committed offset, [1] time of that commit, [2] messages per
 # ms, [3] leader epoch, [4] commits that took effect.
+
+
+class CommitPlan(NamedTuple):
+    """A member's partitions with their keys and state lists, in the same order."""
+
+    partitions: Sequence[TopicPartition]
+    keys: list[bytes]
+    states: list[list[Any]]
 
 
 class GroupOffsets:
@@ -61,27 +69,29 @@ class GroupOffsets:
                 bits = getrandbits(32)
                 rate = self.rate * (0.5 + (bits >> 12) / (1 << 20))
                 self.state[(topic, p)] = [bits & 1023, self.start, rate, (bits >> 10) & 3, 0]
-                self.encoder.key(topic, p)
+        self.encoder.add_keys(topic, range(partitions))
 
-    def commit(self, partitions: Sequence[TopicPartition], now: int) -> None:
-        """One OffsetCommit (or TxnOffsetCommit) of `partitions` at `now`."""
-        if not partitions:
+    def plan(self, partitions: Sequence[TopicPartition]) -> CommitPlan:
+        """What a commit of `partitions` needs, looked up once per assignment."""
+        keys = self.encoder.keys
+        return CommitPlan(
+            partitions, [keys[tp] for tp in partitions], [self.state[tp] for tp in partitions]
+        )
+
+    def commit(self, plan: CommitPlan, now: int) -> None:
+        """One OffsetCommit (or TxnOffsetCommit) of the plan's partitions at `now`."""
+        if not plan.keys:
             return
         rng = self.rng
         transactional = bool(self.transactional) and rng.random() < self.transactional
         takes_effect = not transactional or rng.random() >= self.aborted
-        state = self.state
-        key = self.encoder.keys
         pack = self._pack
         raw = self._raw_metadata
         length = len(raw)
-        keys = []
         values = []
         offsets = []
-        for tp in partitions:
-            st = state[tp]
+        for st in plan.states:
             offset = st[0] + int(st[2] * (now - st[1]))
-            keys.append(key[tp])
             values.append(pack(OFFSET_COMMIT_VERSION, offset, st[3], length, raw, now))
             if takes_effect:
                 st[0] = offset
@@ -90,12 +100,12 @@ class GroupOffsets:
             else:
                 offsets.append(offset)
         if not transactional:
-            self.log.append(self.log_partition, now, keys, values)
+            self.log.append(self.log_partition, now, plan.keys, values)
             return
-        batch = Batch(self.log_partition, -1, now, keys, values)
+        batch = Batch(self.log_partition, -1, now, plan.keys, values)
         first = self.log.append_transaction(batch, takes_effect)
         if not takes_effect:
-            self._report_aborted(partitions, offsets, first, now)
+            self._report_aborted(plan.partitions, offsets, first, now)
 
     def _report_aborted(
         self, partitions: Sequence[TopicPartition], offsets: list[int], first: int, now: int

@@ -27,6 +27,7 @@ CONSUMER_PROTOCOL_VERSION = 3  # ConsumerProtocolSubscription/Assignment HIGHEST
 
 Bytes = tuple[bytes, bytes | None]
 TopicPartition = tuple[str, int]
+_INT32 = struct.Struct(">i").pack
 
 
 class OffsetCommitEncoder:
@@ -45,20 +46,28 @@ class OffsetCommitEncoder:
         self._prefixes: dict[str, bytes] = {}
         self.keys: dict[TopicPartition, bytes] = {}
 
+    def _prefix(self, topic: str) -> bytes:
+        prefix = self._prefixes.get(topic)
+        if prefix is None:
+            raw = topic.encode()
+            prefix = self._prefixes[topic] = (
+                struct.pack(">hh", 1, len(self._group))
+                + self._group
+                + struct.pack(">h", len(raw))
+                + raw
+            )
+        return prefix
+
     def key(self, topic: str, partition: int) -> bytes:
         found = self.keys.get((topic, partition))
         if found is None:
-            prefix = self._prefixes.get(topic)
-            if prefix is None:
-                raw = topic.encode()
-                prefix = self._prefixes[topic] = (
-                    struct.pack(">hh", 1, len(self._group))
-                    + self._group
-                    + struct.pack(">h", len(raw))
-                    + raw
-                )
-            found = self.keys[(topic, partition)] = prefix + struct.pack(">i", partition)
+            found = self.keys[(topic, partition)] = self._prefix(topic) + _INT32(partition)
         return found
+
+    def add_keys(self, topic: str, partitions: range) -> None:
+        """Cache the keys of `partitions` of `topic` at once."""
+        prefix = self._prefix(topic)
+        self.keys.update({(topic, p): prefix + _INT32(p) for p in partitions})
 
     def value_packer(self, metadata: str) -> tuple[Any, bytes]:
         """`(pack, raw)`: the value is `pack(OFFSET_COMMIT_VERSION, offset, leader_epoch,
@@ -117,6 +126,16 @@ def subscription_bytes(
     user_data: bytes | None,
 ) -> bytes:
     """`ConsumerProtocol.serializeSubscription` at the client's highest version."""
+    return _subscription(tuple(topics), tuple(owned), generation, user_data)
+
+
+@lru_cache(maxsize=65536)
+def _subscription(
+    topics: tuple[str, ...],
+    owned: tuple[TopicPartition, ...],
+    generation: int,
+    user_data: bytes | None,
+) -> bytes:
     return encode_subscription(
         {
             "version": CONSUMER_PROTOCOL_VERSION,
@@ -131,6 +150,11 @@ def subscription_bytes(
 
 def assignment_bytes(assigned: Sequence[TopicPartition]) -> bytes:
     """`ConsumerProtocol.serializeAssignment` at the client's highest version."""
+    return _assignment(tuple(assigned))
+
+
+@lru_cache(maxsize=65536)
+def _assignment(assigned: tuple[TopicPartition, ...]) -> bytes:
     return encode_assignment(
         {
             "version": CONSUMER_PROTOCOL_VERSION,
