@@ -171,7 +171,9 @@ MERGES = (
     INSERT_DECODE_FAILURES,
 )
 
-# psycopg errors that mean the connection, not the data, failed.
+# psycopg errors that mean the server, not the data, failed: lost connections, shutdowns,
+# and (as subclasses of OperationalError) deadlocks, serialization failures and full
+# disks. All are worth a retry.
 _CONNECTION_ERRORS = (psycopg.OperationalError, psycopg.InterfaceError)
 
 
