@@ -28,7 +28,7 @@ from services.store.retry import RetryPolicy
 from services.store.snapshots import LatestGeneration
 from spark_jobs import tracker_state
 from spark_jobs.generations import GenerationTracker, Position, Snapshot, identity, to_datetime
-from spark_jobs.offset_columns import decode_offset_commits
+from spark_jobs.offset_columns import commit_row_ok, decode_offset_commits
 
 log = logging.getLogger("groupscope.stream")
 
@@ -93,39 +93,34 @@ def _commit(row: dict[str, Any]) -> OffsetCommit:
 def reduce_batch(df: DataFrame) -> DataFrame:
     """The whole batch in one Spark job, without caching the source.
 
-    SQL-decoded offset commits reduce to the latest per (group, topic, partition), with
-    their count; every other record keeps its own row (its grouping key is its source
-    position) with its bytes, for the codec on the driver.
+    An offset commit's key bytes identify its (group, topic, partition), so commits that
+    pass the cheap per-row checks are reduced to the latest per key first (with their
+    count), and only those winners are decoded. Every other record is grouped under a
+    key unique to its source position, so it keeps its own row and bytes for the codec.
+    One binary grouping key keeps the row checks from being evaluated more than once.
     """
-    decoded = df.select(*source_columns(), *decode_offset_commits())
-    fast = F.col("fast_ok")
-    keyed = decoded.select(
-        "*",
-        F.when(~fast, F.col("source_partition")).alias("raw_partition"),
-        F.when(~fast, F.col("source_offset")).alias("raw_offset"),
+    position = F.concat(
+        F.lit(bytearray(b"\xff\xff")),
+        F.bin("source_partition").cast("binary"),
+        F.lit(bytearray(b"/")),
+        F.bin("source_offset").cast("binary"),
     )
-    return (
-        keyed.groupBy("group", "topic", "partition_id", "raw_partition", "raw_offset")
+    keyed = df.select(
+        *source_columns(),
+        F.when(commit_row_ok(), F.col("key")).otherwise(position).alias("group_key"),
+    )
+    latest = (
+        keyed.groupBy("group_key")
         .agg(
             F.max_by(
-                F.struct(
-                    "committed_offset",
-                    "leader_epoch",
-                    "metadata",
-                    "commit_ms",
-                    "expire_ms",
-                    "source_partition",
-                    "source_offset",
-                    "source_time",
-                    F.when(~fast, F.col("key")).alias("key"),
-                    F.when(~fast, F.col("value")).alias("value"),
-                ),
+                F.struct("source_partition", "source_offset", "source_time", "key", "value"),
                 "source_offset",
             ).alias("c"),
             F.count("*").alias("n"),
         )
-        .select("group", "topic", "partition_id", "c.*", "n")
+        .select((F.col("group_key") == F.col("c.key")).alias("row_ok"), "c.*", "n")
     )
+    return latest.select("*", *decode_offset_commits())
 
 
 class BatchProcessor:
@@ -180,17 +175,27 @@ class BatchProcessor:
         stats = BatchStats(batch_id=batch_id)
         rows = reduce_batch(df).toArrow().to_pylist()
         offsets: dict[tuple[str, str, int], OffsetCommit] = {}
-        remainder = []
+        remainder, bad_keys = [], []
         for row in rows:
             stats.records += row["n"]
             partition, last = row["source_partition"], row["source_offset"]
             stats.end_offsets[partition] = max(stats.end_offsets.get(partition, -1), last)
-            if row["group"] is None:
-                remainder.append(row)
+            if not row["fast_ok"]:
+                if row["row_ok"] and row["n"] > 1:
+                    bad_keys.append(row["key"])  # a malformed key: all its records fail
+                else:
+                    remainder.append(row)
                 continue
             stats.offset_commits += row["n"]
             offsets[(row["group"], row["topic"], row["partition_id"])] = _commit(row)
             self._check_partition(row["group"], partition)
+        if bad_keys:
+            remainder += (
+                df.select(*source_columns())
+                .where(F.col("key").isin(*[F.lit(bytearray(k)) for k in bad_keys]))
+                .toArrow()
+                .to_pylist()
+            )
         remainder.sort(key=lambda r: (r["source_partition"], r["source_offset"]))
         failures = self._remainder(remainder, offsets, stats)
         generations, events = self.tracker.drain()

@@ -47,6 +47,34 @@ def _valid_utf8(data: Column, pos: Column, length: Column) -> Column:
     return F.is_valid_utf8(F.substring(data, pos, length))
 
 
+def _binary(*values: bytes) -> list[Column]:
+    return [F.lit(bytearray(v)) for v in values]
+
+
+def commit_row_ok() -> Column:
+    """Per-row checks cheap enough for every record: an offset-commit key type (0 or 1),
+    and a null value or a v0-v3 value whose length matches its metadata length.
+
+    The metadata length a well-formed value must have follows from the value's size and
+    version, so it is compared as two bytes (`unhex(lpad(hex(n), 4, '0'))`) rather than
+    parsed. The key's own layout is checked later, once per distinct key
+    (`decode_offset_commits` on each key's latest commit).
+    """
+    key, value = F.col("key"), F.col("value")
+    key_type = F.substring(key, 1, 2).isin(*_binary(b"\x00\x00", b"\x00\x01"))
+    version = F.substring(value, 1, 2)
+    meta_len_pos = F.when(version == F.lit(bytearray(b"\x00\x03")), 15).otherwise(11)
+    extra = F.when(version == F.lit(bytearray(b"\x00\x01")), 8).otherwise(0)
+    mlen = F.length(value) - meta_len_pos - 9 - extra
+    value_ok = value.isNull() | (
+        version.isin(*_binary(b"\x00\x00", b"\x00\x01", b"\x00\x02", b"\x00\x03"))
+        & mlen.between(0, 32767)
+        & (F.substring(value, meta_len_pos, 2) == F.unhex(F.lpad(F.hex(mlen), 4, "0")))
+        & _valid_utf8(value, meta_len_pos + 2, mlen)
+    )
+    return F.coalesce((F.length(key) >= 10) & key_type & value_ok, F.lit(False))
+
+
 def decode_offset_commits(records: Column | None = None) -> list[Column]:
     """Columns that decode `key`/`value` of offset commits. Adds `fast_ok`.
 
