@@ -32,7 +32,7 @@ WORKLOADS = (
     ("1,000 groups x 500 partitions, 100k commits/s", "many-groups", 1_000, "30s", "parquet", {}),
     ("10,000 groups x 50 partitions, 100k commits/s", "many-groups", 10_000, "1m", "parquet", {}),
     ("10,000 groups, 5 min simulated (memory)", "many-groups", 10_000, "5m", "parquet", {}),
-    ("1,000 groups, JSON Lines", "many-groups", 1_000, "10s", "jsonl", {}),
+    ("1,000 groups x 500 partitions, JSON Lines", "many-groups", 1_000, "30s", "jsonl", {}),
     ("mixed x 100 (rebalance-heavy)", "mixed", 100, "10m", "parquet", {}),
 )
 

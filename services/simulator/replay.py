@@ -109,20 +109,13 @@ def _write_parquet(path: Path, topic: str, columns: list[list]) -> None:
 
 
 def _write_jsonl(path: Path, topic: str, columns: list[list]) -> None:
-    dumps = json.JSONEncoder(separators=(", ", ": ")).encode
+    line = (
+        "{{" + f'"topic": {json.dumps(topic)}, '
+        '"partition": {}, "offset": {}, "timestamp": {}, "key": "{}", "value": {}}}\n'
+    ).format
     with open(path, "w", encoding="utf-8") as out:
         out.writelines(
-            dumps(
-                {
-                    "topic": topic,
-                    "partition": p,
-                    "offset": o,
-                    "timestamp": ts,
-                    "key": k.hex(),
-                    "value": None if v is None else v.hex(),
-                }
-            )
-            + "\n"
+            line(p, o, ts, k.hex(), "null" if v is None else f'"{v.hex()}"')
             for p, o, ts, k, v in zip(*columns, strict=True)
         )
 
