@@ -27,12 +27,13 @@ tested without Spark. Semantics follow DESIGN.md §3:
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
 from services.assignor import assign
 from services.assignor.churn import minimum_moves, moves
+from services.assignor.model import Member as AssignorMember
 from services.store.batch import Churn, Generation, GroupEvent, Member
 
 Assignment = dict[str, list[tuple[str, int]]]  # identity -> [(topic, partition)]
@@ -338,23 +339,24 @@ def baseline(
 ) -> Assignment:
     """What Kafka's assignor would have produced from `before` for `after`'s members."""
     topics = set(counts)
+    # The assignor's own Member type: this input is already well-formed, so the
+    # validation `assign` applies to mappings is skipped.
     members = [
-        {
-            "id": ident,
-            "topics": list(after.topics[ident]),
-            "owned": [tp for tp in before.assignment.get(ident, []) if tp[0] in topics],
-            "generation": before.generation if ident in before.assignment else None,
-            "rack": None,
-            "group_instance_id": None,
-        }
+        AssignorMember(
+            id=ident,
+            topics=tuple(after.topics[ident]),
+            owned=tuple(tp for tp in before.assignment.get(ident, []) if tp[0] in topics),
+            generation=before.generation if ident in before.assignment else None,
+        )
         for ident in sorted(after.topics)
     ]
-    if assignor == "cooperative-sticky":
-        first = assign(assignor, counts, members)
-        for m in members:
-            m["owned"], m["generation"] = first[m["id"]], after.generation
-        return assign(assignor, counts, members)
-    return assign(assignor, counts, members)
+    result = assign(assignor, counts, members)
+    if assignor == "cooperative-sticky":  # the follow-up round assigns what was revoked
+        members = [
+            replace(m, owned=tuple(result[m.id]), generation=after.generation) for m in members
+        ]
+        result = assign(assignor, counts, members)
+    return result
 
 
 def measure(before: Snapshot, after: Snapshot, assignor: str, episode: bool) -> Churn:
@@ -366,7 +368,7 @@ def measure(before: Snapshot, after: Snapshot, assignor: str, episode: bool) -> 
         base = moves(before.assignment, baseline(before, after, assignor, counts)).total
     except ValueError:
         base = None  # an input the assignor rejects (e.g. an empty group)
-    member_list = [{"id": i, "topics": list(ts)} for i, ts in sorted(after.topics.items())]
+    member_list = [AssignorMember(id=i, topics=tuple(ts)) for i, ts in sorted(after.topics.items())]
     minimum = minimum_moves(before.assignment, member_list, counts).total if counts else 0
     return Churn(
         from_generation=before.generation,
