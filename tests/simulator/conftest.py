@@ -39,4 +39,13 @@ def scenario_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
         tmp_path_factory.mktemp("sticky"), "eager-vs-cooperative,scale-in", assignor="sticky"
     )
     runs["roundrobin"] = run(tmp_path_factory.mktemp("rr"), "scale-out", assignor="roundrobin")
+    runs["static-cooperative"] = run(
+        tmp_path_factory.mktemp("static-coop"),
+        "crash-loop,slow-consumer,rolling-restart,subscription-change",
+        assignor="cooperative-sticky",
+        static="true",
+        transactional=0.2,
+        aborted=0.5,
+        delete_after="9m",
+    )
     return runs

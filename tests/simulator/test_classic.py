@@ -30,7 +30,7 @@ def classic_groups(result):
     return [s.name for s in result.specs if s.protocol == "classic"]
 
 
-@pytest.mark.parametrize("name", [*CLASSIC, "sticky", "roundrobin"])
+@pytest.mark.parametrize("name", [*CLASSIC, "sticky", "roundrobin", "static-cooperative"])
 def test_state_transitions_are_kafkas(scenario_runs, name):
     result = scenario_runs[name]
     for group in classic_groups(result):
@@ -44,7 +44,7 @@ def test_state_transitions_are_kafkas(scenario_runs, name):
             current = moved["to"]
 
 
-@pytest.mark.parametrize("name", [*CLASSIC, "sticky"])
+@pytest.mark.parametrize("name", [*CLASSIC, "sticky", "static-cooperative"])
 def test_group_metadata_is_written_when_the_group_stabilizes_or_empties(scenario_runs, name):
     result = scenario_runs[name]
     for group in classic_groups(result):
@@ -128,7 +128,7 @@ def _assignor_members(protocol, value):
     return members
 
 
-@pytest.mark.parametrize("name", [*CLASSIC, "sticky", "roundrobin"])
+@pytest.mark.parametrize("name", [*CLASSIC, "sticky", "roundrobin", "static-cooperative"])
 def test_assignment_in_group_metadata_is_the_assignor_cores(scenario_runs, name):
     result = scenario_runs[name]
     checked = 0
@@ -205,6 +205,14 @@ def test_cooperative_rebalances_take_two_generations(scenario_runs):
         assert len(_owners(by_generation[second])) == total
     eager_joins = [r for r in result.truth["rebalances"] if r["group"] == eager and r["joined"]]
     assert all(len(r["generations"]) == 1 for r in eager_joins)
+
+
+def test_cooperative_groups_never_hand_partitions_over_directly(scenario_runs):
+    result = scenario_runs["static-cooperative"]
+    groups = classic_groups(result)
+    assert len(groups) == 4
+    for group in groups:
+        assert _direct_moves(result, group) == 0, group
 
 
 def test_static_members_survive_restarts_within_the_session_timeout(scenario_runs):

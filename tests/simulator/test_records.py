@@ -32,7 +32,9 @@ EXPECTED_VALUE_VERSION = {
 }
 
 
-@pytest.mark.parametrize("name", [*ALL, "many-groups", "sticky", "roundrobin"])
+@pytest.mark.parametrize(
+    "name", [*ALL, "many-groups", "sticky", "roundrobin", "static-cooperative"]
+)
 def test_records_decode_round_trip_and_sit_in_their_partition(scenario_runs, name):
     result = scenario_runs[name]
     assert result.rows, "the scenario wrote nothing"

@@ -20,7 +20,7 @@ def _identity_assignment(value):
     }
 
 
-@pytest.mark.parametrize("name", [*ALL, "many-groups"])
+@pytest.mark.parametrize("name", [*ALL, "many-groups", "static-cooperative"])
 def test_classic_generations_match_their_group_metadata_records(scenario_runs, name):
     result = scenario_runs[name]
     rows = {(r["partition"], r["offset"]): r for r in result.rows}
@@ -56,7 +56,7 @@ def _moves(before, after):
     return surviving, departed
 
 
-@pytest.mark.parametrize("name", [*ALL, "many-groups", "sticky"])
+@pytest.mark.parametrize("name", [*ALL, "many-groups", "sticky", "static-cooperative"])
 def test_rebalance_episodes_chain_and_count_moves(scenario_runs, name):
     result = scenario_runs[name]
     generations = defaultdict(dict)
@@ -105,7 +105,9 @@ def committed_from_replay(rows):
     return state
 
 
-@pytest.mark.parametrize("name", ["steady", "mixed", "many-groups", "crash-loop"])
+@pytest.mark.parametrize(
+    "name", ["steady", "mixed", "many-groups", "crash-loop", "static-cooperative"]
+)
 def test_committed_offsets_summary_matches_the_log(scenario_runs, name):
     result = scenario_runs[name]
     expected = committed_from_replay(result.rows)
