@@ -142,3 +142,18 @@ def test_crash_loop_keeps_sticky_moves_at_the_minimum():
         )[1]
         full = assign("roundrobin", counts, [member(i, list(counts)) for i in ids])
         assert moves(full, roundrobin).from_surviving > 0
+
+
+@settings(max_examples=120, deadline=None)
+@given(counts_st, subs_st, st.sampled_from(["sticky", "cooperative-sticky", "uniform"]))
+def test_reporting_the_assignment_back_changes_nothing(counts, subscriptions, assignor):
+    """The second round of the benchmark: members re-send what they own; nothing moves."""
+    members = group(subscriptions)
+    first = assign(assignor, counts, members)
+    if assignor == "cooperative-sticky":
+        first = rebalance(assignor, counts, {}, members, 0)[1]
+    again = assign(
+        assignor, counts, [{**m, "owned": first[m["id"]], "generation": 5} for m in members]
+    )
+    assert moves(first, again).total == 0
+    assert {m: sorted(p) for m, p in again.items()} == {m: sorted(p) for m, p in first.items()}
