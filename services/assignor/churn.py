@@ -18,6 +18,8 @@ TopicPartition = tuple[str, int]
 
 @dataclass(frozen=True, slots=True)
 class Moves:
+    """Partitions that changed owner, by whether their previous owner is still a member."""
+
     from_surviving: int
     from_departed: int
 
