@@ -15,9 +15,10 @@ scenarios (combine with commas, e.g. steady,crash-loop):
 EPILOG_TAIL = """
 --set KEY=VALUE tunes the scenarios; keys every scenario takes: members, partitions,
 assignor (range, roundrobin, sticky, cooperative-sticky; KIP-848: uniform, server-range),
-static (true: group.instance.id), session_timeout, max_poll_interval, commit_interval,
-rate (messages/s per partition), metadata, transactional (share of commits in
-transactions), aborted (share of those aborted), delete_after (a duration).
+static (true: group.instance.id, classic groups only), session_timeout,
+max_poll_interval, commit_interval (durations), rate (messages/s per partition),
+metadata, transactional (share of commits in transactions), aborted (share of those
+aborted), delete_after (a duration). Scenario keys are listed above in parentheses.
 
 output:
   --out DIR writes DIR/records/part-NNNNN.parquet (or .jsonl with --format jsonl), rows

@@ -52,7 +52,8 @@ def group(p: Params, name: str, actions: list[Action] | None = None, **defaults)
         assignor=defaults["assignor"]
         if "assignor" in defaults.get("fixed", ())
         else p.str("assignor", defaults.get("assignor", "range"), assignor_choices),
-        static=p.bool("static", defaults.get("static", False)),
+        # Static membership is modelled for classic groups (KIP-345) only.
+        static=p.bool("static", defaults.get("static", False)) and protocol == "classic",
         session_timeout_ms=p.duration("session_timeout", 45_000),
         max_poll_interval_ms=p.duration(
             "max_poll_interval", defaults.get("max_poll_interval", 300_000)
