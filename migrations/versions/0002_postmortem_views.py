@@ -15,8 +15,10 @@ data source; the `groupscope postmortem`, `owner` and `storms` commands read the
   member, member_id, client_id and host; a member is its group instance id when it has
   one, else its member id), the rebalance's churn (NULL for the first generation
   seen), the time since the previous generation and the committed-offset progress
-  made during the generation (sum over partitions of offsets advanced before the next
-  generation, from offset_history_entries).
+  made during the generation (from generation_offset_progress; 0 when offsets were
+  known but none moved, NULL when the group had no offset history yet).
+- `generation_offset_progress`: per generation, how far the group's committed offsets
+  advanced (net, summed over partitions) between its start and the next generation.
 - `partition_ownership`: one row per generation, topic and partition with the member
   that owned it from `valid_from` until `valid_until` (NULL: still the latest).
 - `rebalance_storms_between(from, to, window, min_rebalances)`: storms, worst first:
@@ -53,6 +55,37 @@ FROM offset_history h
 CROSS JOIN LATERAL unnest(h.topics, h.partitions, h.committed_offsets, h.commit_timestamps,
                           h.source_offsets)
     AS e(topic, partition, committed_offset, commit_timestamp, source_offset)
+"""
+
+# Each committed-offset move (the offset minus the partition's previous one) belongs to
+# the generation in effect at its commit time. One pass over a group's history: the
+# generations and the moves are merged by time, and a running count of generations
+# numbers the interval each move falls in.
+GENERATION_OFFSET_PROGRESS = """
+CREATE VIEW generation_offset_progress AS
+WITH moves AS (
+    SELECT group_name, commit_timestamp, source_offset,
+           committed_offset - lag(committed_offset) OVER (
+               PARTITION BY group_name, topic, partition ORDER BY source_offset) AS delta
+    FROM offset_history_entries
+), marks AS (
+    SELECT group_name, time AS at, 0 AS kind, source_offset, id AS generation_pk,
+           NULL::bigint AS delta
+    FROM generations
+    UNION ALL
+    SELECT group_name, commit_timestamp, 1, source_offset, NULL, delta
+    FROM moves
+    WHERE commit_timestamp IS NOT NULL
+), numbered AS (
+    SELECT marks.*,
+           sum(1 - kind) OVER (PARTITION BY group_name ORDER BY at, kind, source_offset
+                               ROWS UNBOUNDED PRECEDING) AS interval_number
+    FROM marks
+)
+SELECT group_name, max(generation_pk) AS generation_pk, sum(delta) AS committed_progress
+FROM numbered
+WHERE interval_number > 0
+GROUP BY group_name, interval_number
 """
 
 MEMBERS_MISSING_FUNCTION = """
@@ -102,7 +135,15 @@ SELECT
     r.partitions_revoked,
     r.partitions_newly_assigned,
     r.cooperative_episode,
-    progress.committed_progress
+    CASE
+        WHEN p.committed_progress IS NOT NULL THEN p.committed_progress
+        -- Offsets were known and nothing moved during the generation: a stalled group.
+        WHEN EXISTS (
+            SELECT 1 FROM offset_history h
+            WHERE h.group_name = g.group_name
+              AND h.batch_time < coalesce(g.next_time, 'infinity'))
+        THEN 0
+    END AS committed_progress
 FROM (
     SELECT
         generations.*,
@@ -120,22 +161,8 @@ CROSS JOIN LATERAL (
     FROM generation_members m
     WHERE m.generation_pk = g.id
 ) members
-LEFT JOIN LATERAL (
-    SELECT sum(e.committed_offset - s.committed_offset) AS committed_progress
-    FROM (
-        SELECT DISTINCT ON (topic, partition) topic, partition, committed_offset
-        FROM offset_history_entries h
-        WHERE h.group_name = g.group_name AND h.commit_timestamp <= g.time
-        ORDER BY topic, partition, source_offset DESC
-    ) s
-    JOIN (
-        SELECT DISTINCT ON (topic, partition) topic, partition, committed_offset
-        FROM offset_history_entries h
-        WHERE h.group_name = g.group_name
-          AND h.commit_timestamp < coalesce(g.next_time, 'infinity')
-        ORDER BY topic, partition, source_offset DESC
-    ) e USING (topic, partition)
-) progress ON true
+LEFT JOIN generation_offset_progress p
+    ON p.group_name = g.group_name AND p.generation_pk = g.id
 """
 
 PARTITION_OWNERSHIP = """
@@ -219,6 +246,7 @@ SELECT * FROM rebalance_storms_between('-infinity', 'infinity', interval '10 min
 def upgrade() -> None:
     op.execute(ASSIGNMENTS)
     op.execute(OFFSET_HISTORY_ENTRIES)
+    op.execute(GENERATION_OFFSET_PROGRESS)
     op.execute(MEMBERS_MISSING_FUNCTION)
     op.execute(GROUP_TIMELINE)
     op.execute(PARTITION_OWNERSHIP)
@@ -234,5 +262,6 @@ def downgrade() -> None:
     op.execute("DROP VIEW partition_ownership")
     op.execute("DROP VIEW group_timeline")
     op.execute("DROP FUNCTION members_missing_from(bigint, bigint)")
+    op.execute("DROP VIEW generation_offset_progress")
     op.execute("DROP VIEW offset_history_entries")
     op.execute("DROP VIEW assignments")

@@ -168,3 +168,33 @@ def test_help_teaches_with_examples(capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     assert "groupscope postmortem billing --since 2h" in out
     assert "--database-url" in out and "GROUPSCOPE_DATABASE_URL" in out
+
+
+def test_offset_progress_is_unknown_without_offset_history(run: Run, database_url: str) -> None:
+    gens = [generation(n, n, [member("c-1", {"t": [0]})], time=at(60 * n)) for n in (1, 2)]
+    write(database_url, batch(1, generations=gens))
+    answer = run_json(run, "postmortem", "billing")
+    assert [g["committed_progress"] for g in answer["generations"]] == [None, None]
+
+
+def test_offset_progress_follows_every_commit_into_its_generation(
+    run: Run, database_url: str
+) -> None:
+    from tests.fixtures.batches import commit
+
+    gens = [generation(n, 10 * n, [member("c-1", {"t": [0, 1]})], time=at(100 * n)) for n in (1, 2)]
+    commits = [
+        (0, 10, 50),  # partition, offset, seconds: before generation 1, the baseline
+        (1, 7, 60),
+        (0, 25, 150),  # generation 1: +15 and +3
+        (1, 10, 190),
+        (0, 40, 200),  # exactly at generation 2's start: it belongs to generation 2
+        (0, 41, 900),
+    ]
+    batches = [
+        batch(i + 2, offsets=[commit(o, 100 + i, partition=p, time=at(s))], time=at(s))
+        for i, (p, o, s) in enumerate(commits)
+    ]
+    write(database_url, batch(1, generations=gens), *batches)
+    answer = run_json(run, "postmortem", "billing")
+    assert [g["committed_progress"] for g in answer["generations"]] == [18, 16]
