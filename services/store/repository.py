@@ -24,7 +24,7 @@ from sqlalchemy.exc import DBAPIError
 
 from services.store import staging
 from services.store.batch import BatchWrite, Generation
-from services.store.errors import BatchRejectedError, StoreUnavailableError
+from services.store.errors import BatchRejectedError, StoreError, StoreUnavailableError
 
 # Every group named in the batch exists afterwards, with first/last seen widened.
 # (Generations are staged as group events too, so they count here.)
@@ -196,14 +196,10 @@ class HistoryStore:
                 with raw.cursor() as cursor:
                     _stage(cursor, batch)
                     _merge(cursor, batch)
-        except _CONNECTION_ERRORS as exc:
-            raise StoreUnavailableError(_describe(exc, batch)) from exc
-        except DBAPIError as exc:
-            if exc.connection_invalidated or isinstance(exc.orig, _CONNECTION_ERRORS):
-                raise StoreUnavailableError(_describe(exc.orig or exc, batch)) from exc
-            raise BatchRejectedError(_describe(exc.orig or exc, batch)) from exc
-        except psycopg.Error as exc:
-            raise BatchRejectedError(_describe(exc, batch)) from exc
+        except (DBAPIError, psycopg.Error) as exc:
+            raise _store_error(
+                exc, f"batch {batch.batch_id} of {batch.source} not written"
+            ) from exc
 
     def progress(self, source: str) -> dict[int, tuple[int, int]]:
         """`{source partition: (last processed offset, batch id)}` as stored."""
@@ -214,14 +210,19 @@ class HistoryStore:
             with self.engine.connect() as conn:
                 rows = conn.execute(query, {"s": source}).all()
         except DBAPIError as exc:
-            raise StoreUnavailableError(_describe(exc.orig or exc, None)) from exc
+            raise _store_error(exc, f"progress of {source} not read") from exc
         return {partition: (offset, batch_id) for partition, offset, batch_id in rows}
 
 
-def _describe(exc: BaseException, batch: BatchWrite | None) -> str:
-    first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-    where = f"batch {batch.batch_id} of {batch.source}" if batch else "reading progress"
-    return f"{where} not written: {first_line}"
+def _store_error(exc: DBAPIError | psycopg.Error, what: str) -> StoreError:
+    """`StoreUnavailableError` if the server failed, else `BatchRejectedError`."""
+    cause = exc.orig if isinstance(exc, DBAPIError) and exc.orig is not None else exc
+    first_line = (str(cause).strip().splitlines() or [type(cause).__name__])[0]
+    message = f"{what}: {first_line}"
+    invalidated = isinstance(exc, DBAPIError) and exc.connection_invalidated
+    if invalidated or isinstance(cause, _CONNECTION_ERRORS):
+        return StoreUnavailableError(message)
+    return BatchRejectedError(message)
 
 
 def _stage(cursor: psycopg.Cursor, batch: BatchWrite) -> None:
