@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from sqlalchemy import Engine, select
+from sqlalchemy.dialects.postgresql import distinct_on
 
 from services.store.models import Generation, GenerationMember, Group
 
@@ -46,7 +47,7 @@ def latest_generations(engine: Engine) -> dict[str, LatestGeneration]:
             Generation.source_partition.desc(),
             Generation.source_offset.desc(),
         )
-        .distinct(Generation.group_name)
+        .ext(distinct_on(Generation.group_name))
     )
     with engine.connect() as conn:
         generations = conn.execute(newest).all()
