@@ -35,6 +35,7 @@ from services.simulator.records import (
     consumer_group_target,
     consumer_group_target_epoch,
     consumer_group_topics,
+    java_hash_set,
 )
 
 STABLE = 0  # MemberState
@@ -106,7 +107,9 @@ class ConsumerGroup(SimGroup):
 
     def _bump_epoch(self, records: Records) -> None:
         """The subscribed topics (type 4) if they changed, then the new group epoch."""
-        names = sorted({t for m in self.members.values() for t in m.topics if t in self.topics})
+        # The coordinator's subscription metadata is a HashMap keyed by topic name.
+        names = java_hash_set(sorted({t for m in self.members.values() for t in m.topics}))
+        names = [t for t in names if t in self.topics]
         subscribed = [(self._topic_id(t), t, self.topics[t]) for t in names]
         if subscribed != self.subscribed:
             records.append(consumer_group_topics(self.name, subscribed))
