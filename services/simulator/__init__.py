@@ -8,6 +8,10 @@ partition `partition_for(group, 50)` of a sink: a replay directory (`replay.py`)
 topic on a Kafka-protocol broker (`kafka_sink.py`). The ground truth of what happened is
 written beside the replay directory (`truth.py`, which documents its files).
 
+    from services.simulator import run_scenario
+    run_scenario("crash-loop,kip848", "out/", seed=1, fmt="jsonl", members="6")
+
+    # or, step by step:
     from services.simulator import ReplayDirectory, build, simulate, Params
     specs, duration = build(["crash-loop"], Params(), None)
     simulate(specs, ReplayDirectory("out"), "out", duration, seed=1)
@@ -18,7 +22,7 @@ Replay directory (read by the streaming job): see `replay.py` for the exact cont
 from services.simulator.model import Action, GroupSpec
 from services.simulator.params import ParamError, Params, parse_duration
 from services.simulator.replay import ReplayDirectory, read_replay
-from services.simulator.runner import simulate
+from services.simulator.runner import run_scenario, simulate
 from services.simulator.scenarios import SCENARIOS, build
 
 __all__ = [
@@ -31,5 +35,6 @@ __all__ = [
     "build",
     "parse_duration",
     "read_replay",
+    "run_scenario",
     "simulate",
 ]

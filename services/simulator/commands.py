@@ -178,15 +178,12 @@ def run_simulate(args: argparse.Namespace) -> int:
     from services.cli import UsageError
     from services.simulator.params import ParamError, Params, parse_duration
     from services.simulator.runner import simulate
-    from services.simulator.scenarios import SCENARIOS, build
+    from services.simulator.scenarios import build, scenario_names
 
-    names = [n.strip() for n in args.scenario.split(",") if n.strip()]
-    unknown = [n for n in names if n not in SCENARIOS]
-    if not names or unknown:
-        raise UsageError(
-            f"unknown scenario {', '.join(unknown) or repr(args.scenario)}; "
-            f"choose from {', '.join(SCENARIOS)}"
-        )
+    try:
+        names = scenario_names(args.scenario)
+    except ParamError as exc:
+        raise UsageError(str(exc)) from None
     if args.groups is not None and args.groups < 1:
         raise UsageError("--groups must be at least 1")
     if args.partitions < 1:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import random
 import time
 from collections.abc import Callable, Sequence
@@ -13,6 +14,9 @@ from services.simulator.engine import DEFAULT_START_MS, Scheduler
 from services.simulator.group import Context, SimGroup
 from services.simulator.log import CoordinatorLog, Sink
 from services.simulator.model import GroupSpec
+from services.simulator.params import ParamError, Params
+from services.simulator.replay import DEFAULT_ROWS_PER_FILE, ReplayDirectory
+from services.simulator.scenarios import build, scenario_names
 from services.simulator.truth import GroundTruth
 
 OFFSETS_PARTITIONS = 50  # offsets.topic.num.partitions
@@ -76,3 +80,28 @@ def simulate(
     commits = (row for g in sorted(groups, key=lambda g: g.name) for row in g.offsets.committed())
     truth.close(commits, summary)
     return summary
+
+
+def run_scenario(
+    scenario: str,
+    out: str | os.PathLike,
+    seed: int = 0,
+    duration_ms: int | None = None,
+    groups: int | None = None,
+    fmt: str = "parquet",
+    rows_per_file: int = DEFAULT_ROWS_PER_FILE,
+    **settings: Any,
+) -> dict[str, Any]:
+    """Run named scenarios (comma-separated) into the replay directory `out`, with its
+    ground truth; `settings` are the `--set` keys. Returns the summary.
+
+    Raises `ParamError` for unknown scenarios, bad or unused settings.
+    """
+    names = scenario_names(scenario)
+    params = Params({k: str(v) for k, v in settings.items()})
+    specs, default_duration = build(names, params, groups)
+    if params.unused():
+        raise ParamError(f"unknown setting(s) for {scenario}: {', '.join(params.unused())}")
+    sink = ReplayDirectory(out, fmt=fmt, rows_per_file=rows_per_file)
+    duration = default_duration if duration_ms is None else duration_ms
+    return simulate(specs, sink, str(out), duration, seed=seed, label=scenario)

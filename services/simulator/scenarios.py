@@ -298,6 +298,18 @@ SCENARIOS: dict[str, Scenario] = {
 }
 
 
+def scenario_names(text: str) -> list[str]:
+    """The scenario names in `text` (comma-separated); ParamError if one is unknown."""
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    unknown = [n for n in names if n not in SCENARIOS]
+    if not names or unknown:
+        raise ParamError(
+            f"unknown scenario {', '.join(unknown) or repr(text)}; "
+            f"choose from {', '.join(SCENARIOS)}"
+        )
+    return names
+
+
 def build(names: list[str], params: Params, groups: int | None) -> tuple[list[GroupSpec], int]:
     """Group specs of the named scenarios and the longest default duration (ms)."""
     specs: list[GroupSpec] = []

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from services.codec import decode_record
-from services.simulator import Params, ReplayDirectory, build, read_replay, simulate
+from services.simulator import Params, build, read_replay, run_scenario
 
 
 @dataclass
@@ -53,11 +53,8 @@ def run(
     rows_per_file: int = 200_000,
     **settings: Any,
 ) -> Run:
-    params = Params({k: str(v) for k, v in settings.items()})
-    specs, default = build(scenario.split(","), params, groups)
-    assert not params.unused(), params.unused()
-    sink = ReplayDirectory(out, fmt=fmt, rows_per_file=rows_per_file)
-    summary = simulate(specs, sink, str(out), duration_ms or default, seed=seed, label=scenario)
+    summary = run_scenario(scenario, out, seed, duration_ms, groups, fmt, rows_per_file, **settings)
+    specs, _ = build(scenario.split(","), Params({k: str(v) for k, v in settings.items()}), groups)
     result = Run(out, specs, summary, read_replay(out))
     for name in ("events", "generations", "rebalances", "commits", "aborted"):
         with open(out / "truth" / f"{name}.jsonl", encoding="utf-8") as lines:
