@@ -1,9 +1,13 @@
 """The job's own Kafka source against a real Kafka-protocol broker (tansu).
 
-tansu 0.6.0 answers ListOffsets(latest) with the base offset of the partition's last
-record batch plus one, not the log end offset, so these tests produce one record per
-batch (`batch.num.messages=1`), which makes its answer exact. Real Kafka needs no such
-setting.
+Two tansu 0.6.0 limits shape these tests:
+
+- ListOffsets(latest) answers with the base offset of the partition's last record batch
+  plus one, not the log end offset, so the tests produce one record per batch
+  (`batch.num.messages=1`), which makes its answer exact. Real Kafka needs no such setting.
+- It writes transaction markers but does not filter aborted records for read_committed
+  consumers, so no test here can show that aborted commits never count; the source asks
+  for read_committed, which real Kafka honours.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ def test_share_splits_a_read_limit_fairly() -> None:
     assert sum(share({str(i): 7 for i in range(50)}, 101).values()) == 101
 
 
-def test_stream_from_kafka_with_aborted_transactions_equals_the_truth(
+def test_stream_from_kafka_equals_the_truth(
     kafka_broker, postgres_server, migrated_template, spark, tmp_path: Path
 ) -> None:
     topic = kafka_broker.create_topic(partitions=50)
@@ -38,8 +42,6 @@ def test_stream_from_kafka_with_aborted_transactions_equals_the_truth(
     specs, _ = build(["mixed"], Params(), None)
     simulate(specs, sink, str(tmp_path), 300_000, seed=5)
     sink.close()
-    aborted = (tmp_path / "truth" / "aborted.jsonl").read_text().splitlines()
-    assert aborted, "the mixed scenario aborts some transactional commits"
 
     name = postgres_server.create_database(template=migrated_template)
     url = postgres_server.url(name)
@@ -80,7 +82,8 @@ def test_stream_from_kafka_with_aborted_transactions_equals_the_truth(
         engine.dispose()
         postgres_server.drop_database(name)
     truth = [json.loads(line) for line in (tmp_path / "truth" / "commits.jsonl").open()]
-    # Aborted commits never count: the stored offsets are exactly the effective ones.
+    # The latest committed offsets: in this run every aborted commit (which tansu does
+    # not filter, see above) is superseded by a later effective commit.
     assert offsets == {(c["group"], c["topic"], c["partition"]): c["offset"] for c in truth}
     truth_generations = (tmp_path / "truth" / "generations.jsonl").read_text().splitlines()
     assert generations == len(truth_generations)
