@@ -208,3 +208,20 @@ def test_kafka_quirk_previous_generation_hint_ignores_subscriptions():
     ]
     result = assign("sticky", {"a": 1, "b": 1, "c": 0, "d": 2}, members)
     assert result == {"m0": tps("d-0"), "m1": tps("a-0"), "m2": tps("b-0, d-1")}
+
+
+def test_roundrobin_static_assignment_persists_after_member_id_changes():
+    """RoundRobinAssignorTest's scenario: static members keep their partitions under new
+    member ids. Expected values dealt by hand: partitions in order, to instance1..3 in turn."""
+    counts = {"topic1": 5, "topic2": 5}
+    before = [member(f"consumer{i}", T12, instance=f"instance{i}") for i in (1, 2, 3)]
+    first = assign("roundrobin", counts, before)
+    by_instance = {m["group_instance_id"]: first[m["id"]] for m in before}
+    assert by_instance == {
+        "instance1": tps("topic1-0, topic1-3, topic2-1, topic2-4"),
+        "instance2": tps("topic1-1, topic1-4, topic2-2"),
+        "instance3": tps("topic1-2, topic2-0, topic2-3"),
+    }
+    renamed = [member(f"consumer{i + 3}", T12, instance=f"instance{i}") for i in (1, 2, 3)]
+    second = assign("roundrobin", counts, renamed)
+    assert {m["group_instance_id"]: second[m["id"]] for m in renamed} == by_instance

@@ -157,3 +157,35 @@ def test_reporting_the_assignment_back_changes_nothing(counts, subscriptions, as
     )
     assert moves(first, again).total == 0
     assert {m: sorted(p) for m, p in again.items()} == {m: sorted(p) for m, p in first.items()}
+
+
+racks_st = st.sampled_from(["r1", "r2", "r3", None])
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    counts_st,
+    subs_st,
+    st.lists(racks_st, min_size=6, max_size=6),
+    st.data(),
+    st.sampled_from(["range", "sticky", "uniform"]),
+)
+def test_racks_never_break_validity_or_balance(counts, subscriptions, member_racks, data, assignor):
+    members = [
+        member(f"m{i}", sorted(topics), rack=member_racks[i])
+        for i, topics in enumerate(subscriptions)
+    ]
+    placement = {
+        t: [data.draw(st.lists(st.sampled_from(["r1", "r2", "r3"]), max_size=2)) for _ in range(c)]
+        for t, c in counts.items()
+    }
+    result = assign(assignor, counts, members, placement)
+    assert_valid(result, counts, members)
+    if assignor == "sticky":
+        assert_balanced(result, members)
+    if assignor == "range":
+        for topic, count in counts.items():
+            subscribers = [m["id"] for m in members if topic in m["topics"]]
+            if subscribers and count:
+                sizes = [sum(1 for t, _ in result[s] if t == topic) for s in subscribers]
+                assert max(sizes) - min(sizes) <= 1
