@@ -149,22 +149,27 @@ class GenerationTracker:
         elif kind.startswith("consumer_group_"):
             self._kip848(kind, record["key"], record["value"], position)
 
+    def _deleted(self, group: str, position: Position, group_type: str) -> None:
+        """A group tombstone: the group was deleted (or expired while empty)."""
+        self.events.append(
+            GroupEvent(
+                group,
+                position.time,
+                position.partition,
+                position.offset,
+                type=group_type,
+                deleted=True,
+            )
+        )
+        self.last.pop(group, None)
+        self.kip848.pop(group, None)
+
     # -- classic ----------------------------------------------------------------------------
     def _classic(self, group: str, value: Mapping[str, Any] | None, position: Position) -> None:
         if self._seen(group, position):
             return
         if value is None:
-            self.events.append(
-                GroupEvent(
-                    group,
-                    position.time,
-                    position.partition,
-                    position.offset,
-                    type="classic",
-                    deleted=True,
-                )
-            )
-            self.last.pop(group, None)
+            self._deleted(group, position, "classic")
             return
         members, assignment, topics = [], {}, {}
         for m in value["members"]:
@@ -240,18 +245,7 @@ class GenerationTracker:
         member = key.get("member_id")
         if kind == "consumer_group_metadata":
             if value is None:
-                self.events.append(
-                    GroupEvent(
-                        group,
-                        position.time,
-                        position.partition,
-                        position.offset,
-                        type="consumer",
-                        deleted=True,
-                    )
-                )
-                self.kip848.pop(group, None)
-                self.last.pop(group, None)
+                self._deleted(group, position, "consumer")
                 return
             state.epoch, state.epoch_position = value["epoch"], position
         elif kind == "consumer_group_partition_metadata" and value is not None:
