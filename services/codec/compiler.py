@@ -325,10 +325,12 @@ class _Compiler:
         self.sources.append(_StructWriter(self, f.fields, version, checked).write(name))
         return name
 
-    def compile(self, checked: bool) -> Decoder:
+    def source(self, checked: bool) -> str:
         top = _StructWriter(self, self.message.fields, self.version, checked).write("_decode")
-        source = "\n\n".join([*self.sources, top])
-        code = compile(source, f"<{self.message.name} v{self.version}>", "exec")
+        return "\n\n".join([*self.sources, top])
+
+    def compile(self, checked: bool) -> Decoder:
+        code = compile(self.source(checked), f"<{self.message.name} v{self.version}>", "exec")
         exec(code, self.namespace)
         return self.namespace["_decode"]
 
@@ -338,19 +340,22 @@ def compile_decoder(message: Message, version: int, checked: bool = False) -> De
     return _Compiler(message, version).compile(checked)
 
 
-_CHECKED: dict[tuple[int, int], Decoder] = {}
+_DECODERS: dict[tuple[int, int, bool], Decoder] = {}
 
 
-def checked_decoder(message: Message, version: int) -> Decoder:
-    """The checked variant, compiled once per (message, version): errors may be frequent."""
-    found = _CHECKED.get((id(message), version))
+def decoder(message: Message, version: int, checked: bool = False) -> Decoder:
+    """`compile_decoder`, memoized per (message, version, variant).
+
+    Keyed by the message's identity: an older layout kept as a fallback has the same spec
+    name as the current one.
+    """
+    key = (id(message), version, checked)
+    found = _DECODERS.get(key)
     if found is None:
-        found = _CHECKED[(id(message), version)] = compile_decoder(message, version, True)
+        found = _DECODERS[key] = compile_decoder(message, version, checked)
     return found
 
 
 def generated_source(message: Message, version: int, checked: bool = False) -> str:
     """The Python source the compiler writes, for debugging and review."""
-    c = _Compiler(message, version)
-    top = _StructWriter(c, message.fields, version, checked).write("_decode")
-    return "\n\n".join([*c.sources, top])
+    return _Compiler(message, version).source(checked)

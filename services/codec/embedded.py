@@ -22,7 +22,7 @@ from __future__ import annotations
 import struct
 from typing import Any
 
-from services.codec.compiler import checked_decoder, compile_decoder
+from services.codec.compiler import decoder
 from services.codec.encoder import encode_message
 from services.codec.errors import DecodeError
 from services.codec.schema import Message
@@ -32,7 +32,7 @@ _HIGHEST = 3
 
 
 def _decoders(message: Message) -> list[Any]:
-    return [compile_decoder(message, v) for v in message.versions]
+    return [decoder(message, v) for v in message.versions]
 
 
 _SUBSCRIPTION = _decoders(CONSUMER_PROTOCOL_SUBSCRIPTION)
@@ -66,7 +66,7 @@ def _decode(message: Message, decoders: list[Any], data: bytes) -> dict[str, Any
             continue
         if pos == end:  # the decoder filled the missing fields with their defaults
             return {"version": version, **fields, "raw": data}
-    checked = checked_decoder(message, schema_version)
+    checked = decoder(message, schema_version, checked=True)
     try:
         checked(data, 2)
     except DecodeError as exc:

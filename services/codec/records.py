@@ -10,11 +10,11 @@ as `unknown` records with their bytes, as Kafka's loader skips them
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from services.codec import schemas as s
-from services.codec.compiler import Decoder, checked_decoder, compile_decoder
+from services.codec.compiler import Decoder, decoder
 from services.codec.embedded import decode_member_protocols, encode_assignment, encode_subscription
 from services.codec.encoder import encode_message
 from services.codec.errors import DecodeError, EncodeError
@@ -33,14 +33,6 @@ class RecordType:
     key: Message
     value: Message
     fallbacks: tuple[Message, ...] = ()  # older layouts of an in-development value
-    _fast: dict[tuple[int, int], Decoder] = field(default_factory=dict, repr=False)
-
-    def decoder(self, message: Message, version: int) -> Decoder:
-        # Keyed by identity: a fallback layout has the same spec name as the current one.
-        found = self._fast.get((id(message), version))
-        if found is None:
-            found = self._fast[(id(message), version)] = compile_decoder(message, version)
-        return found
 
 
 def _registry() -> dict[int, RecordType]:
@@ -181,13 +173,13 @@ RECORD_TYPE_IDS["offset_commit"] = 1  # what every broker since 0.9 writes
 _NAMES: dict[int, str] = {rt.type_id: rt.name for rt in RECORD_TYPES.values()}
 
 
-def _decode_body(rt: RecordType, message: Message, version: int, data: bytes) -> dict[str, Any]:
+def _decode_body(message: Message, version: int, data: bytes) -> dict[str, Any]:
     """Decode `data[2:]`; any failure becomes a DecodeError naming the field and offset."""
     try:
-        fields, end = rt.decoder(message, version)(data, 2)
+        fields, end = decoder(message, version)(data, 2)
     except Exception:
         try:
-            checked_decoder(message, version)(data, 2)
+            decoder(message, version, checked=True)(data, 2)
         except DecodeError as exc:
             raise exc.within(f"{message.name} v{version}") from None
         raise DecodeError("", 2, "undecodable", f"{message.name} v{version}") from None
@@ -255,8 +247,8 @@ def _decode_record_full(key: bytes, value: bytes | None) -> Record:
     rt = RECORD_TYPES.get(type_id)
     if rt is None:
         return _unknown(type_id, _version_of(value), key, value, f"unknown record type {type_id}")
-    key_fields = _decode_body(rt, rt.key, 0, key)
-    _FAST_KEYS.setdefault(type_id, rt.decoder(rt.key, 0))
+    key_fields = _decode_body(rt.key, 0, key)
+    _FAST_KEYS.setdefault(type_id, decoder(rt.key, 0))
     if value is None:
         return {
             "record_type": rt.name,
@@ -276,10 +268,10 @@ def _decode_record_full(key: bytes, value: bytes | None) -> Record:
             type_id, version, key, value, f"unknown value version {version} of {rt.name}"
         )
     try:
-        value_fields = _decode_body(rt, rt.value, version, value)
-        _FAST_VALUES.setdefault((type_id, version), rt.decoder(rt.value, version))
-    except DecodeError:
-        value_fields = _fallback(rt, version, value)
+        value_fields = _decode_body(rt.value, version, value)
+        _FAST_VALUES.setdefault((type_id, version), decoder(rt.value, version))
+    except DecodeError as error:
+        value_fields = _fallback(rt, version, value, error)
     if type_id == 2 and value_fields["protocol_type"] == "consumer":
         decode_member_protocols(value_fields["members"])
     return {
@@ -292,14 +284,14 @@ def _decode_record_full(key: bytes, value: bytes | None) -> Record:
     }
 
 
-def _fallback(rt: RecordType, version: int, value: bytes) -> dict[str, Any]:
-    """Try the older layouts of an in-development record; re-raise the first error."""
+def _fallback(rt: RecordType, version: int, value: bytes, error: DecodeError) -> dict[str, Any]:
+    """Try the older layouts of an in-development record; else raise the first error."""
     for message in rt.fallbacks:
         try:
-            return _decode_body(rt, message, version, value)
+            return _decode_body(message, version, value)
         except DecodeError:
             continue
-    return _decode_body(rt, rt.value, version, value)
+    raise error
 
 
 def _version_of(value: bytes | None) -> int | None:
