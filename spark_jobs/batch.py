@@ -76,6 +76,7 @@ def failure_reason(exc: DecodeError) -> str:
 
 
 def _commit(row: dict[str, Any]) -> OffsetCommit:
+    """An offset commit from a decoded row (the SQL path's column names)."""
     return OffsetCommit(
         group=row["group"],
         topic=row["topic"],
@@ -248,18 +249,21 @@ class BatchProcessor:
 
     @staticmethod
     def _codec_commit(record: dict[str, Any], position: Position) -> OffsetCommit:
+        """A commit the codec decoded, in the SQL path's row shape."""
         key, value = record["key"], record["value"] or {}
-        return OffsetCommit(
-            group=key["group"],
-            topic=key["topic"],
-            partition=key["partition"],
-            offset=value.get("offset"),
-            source_partition=position.partition,
-            source_offset=position.offset,
-            commit_time=to_datetime(value.get("commit_timestamp")),
-            leader_epoch=value.get("leader_epoch"),
-            metadata=value.get("metadata"),
-            expire_time=to_datetime(value.get("expire_timestamp")),
+        return _commit(
+            {
+                "group": key["group"],
+                "topic": key["topic"],
+                "partition_id": key["partition"],
+                "committed_offset": value.get("offset"),
+                "source_partition": position.partition,
+                "source_offset": position.offset,
+                "commit_ms": value.get("commit_timestamp"),
+                "leader_epoch": value.get("leader_epoch"),
+                "metadata": value.get("metadata"),
+                "expire_ms": value.get("expire_timestamp"),
+            }
         )
 
     def _failure(self, row: dict[str, Any], reason: str) -> DecodeFailure:

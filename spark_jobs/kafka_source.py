@@ -203,7 +203,8 @@ def read_range(part: KafkaRange) -> Iterator[Any]:
             ],
             schema=schema,
         )
-        offsets.clear(), stamps.clear(), keys.clear(), values.clear()
+        for column in (offsets, stamps, keys, values):
+            column.clear()
         return batch
 
     idle = 0

@@ -51,6 +51,18 @@ def _binary(*values: bytes) -> list[Column]:
     return [F.lit(bytearray(v)) for v in values]
 
 
+V0, V1, V2, V3 = (bytes([0, v]) for v in range(4))
+
+
+def _value_layout(value: Column) -> tuple[Column, Column, Column]:
+    """A non-flexible value's version bytes, the 1-based position of its metadata length
+    (after the leader epoch in v3), and the 8 extra trailing bytes of v1's expire time."""
+    version = F.substring(value, 1, 2)
+    meta_len_pos = F.when(version == F.lit(bytearray(V3)), 15).otherwise(11)
+    extra = F.when(version == F.lit(bytearray(V1)), 8).otherwise(0)
+    return version, meta_len_pos, extra
+
+
 def commit_row_ok() -> Column:
     """Per-row checks cheap enough for every record: an offset-commit key type (0 or 1),
     and a null value or a v0-v3 value whose length matches its metadata length.
@@ -61,13 +73,11 @@ def commit_row_ok() -> Column:
     (`decode_offset_commits` on each key's latest commit).
     """
     key, value = F.col("key"), F.col("value")
-    key_type = F.substring(key, 1, 2).isin(*_binary(b"\x00\x00", b"\x00\x01"))
-    version = F.substring(value, 1, 2)
-    meta_len_pos = F.when(version == F.lit(bytearray(b"\x00\x03")), 15).otherwise(11)
-    extra = F.when(version == F.lit(bytearray(b"\x00\x01")), 8).otherwise(0)
+    key_type = F.substring(key, 1, 2).isin(*_binary(V0, V1))
+    version, meta_len_pos, extra = _value_layout(value)
     mlen = F.length(value) - meta_len_pos - 9 - extra
     value_ok = value.isNull() | (
-        version.isin(*_binary(b"\x00\x00", b"\x00\x01", b"\x00\x02", b"\x00\x03"))
+        version.isin(*_binary(V0, V1, V2, V3))
         & mlen.between(0, 32767)
         & (F.substring(value, meta_len_pos, 2) == F.unhex(F.lpad(F.hex(mlen), 4, "0")))
         & _valid_utf8(value, meta_len_pos + 2, mlen)
@@ -75,7 +85,7 @@ def commit_row_ok() -> Column:
     return F.coalesce((F.length(key) >= 10) & key_type & value_ok, F.lit(False))
 
 
-def decode_offset_commits(records: Column | None = None) -> list[Column]:
+def decode_offset_commits() -> list[Column]:
     """Columns that decode `key`/`value` of offset commits. Adds `fast_ok`.
 
     Output columns: `record_type` (0/1), `group`, `topic`, `partition_id`, `committed_offset`
@@ -102,11 +112,11 @@ def decode_offset_commits(records: Column | None = None) -> list[Column]:
 
     value_len = F.length(value)
     version = int16(value, 1)
+    _, meta_len_pos, extra = _value_layout(value)
     has_epoch = version == 3
-    meta_len_pos = F.when(has_epoch, 15).otherwise(11)
     mlen = int16(value, meta_len_pos)
     commit_pos = meta_len_pos + 2 + mlen
-    expected_len = commit_pos + 7 + F.when(version == 1, 8).otherwise(0)
+    expected_len = commit_pos + 7 + extra
     value_ok = value.isNull() | (
         (value_len >= 12)
         & version.between(0, 3)
