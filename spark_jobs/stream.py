@@ -148,14 +148,14 @@ def redact(config: dict[str, str]) -> dict[str, str]:
 
 def parse_seconds(text: str) -> float:
     from services.cli import UsageError
+    from services.durations import duration_ms
 
-    units = {"ms": 0.001, "s": 1, "m": 60, "h": 3600}
-    for unit in ("ms", "s", "m", "h"):
-        if text.endswith(unit) and text[: -len(unit)].replace(".", "", 1).isdigit():
-            return float(text[: -len(unit)]) * units[unit]
-    if text.replace(".", "", 1).isdigit():
-        return float(text)
-    raise UsageError(f"--trigger expects a duration such as 5s, 500ms or 1m, got {text!r}")
+    try:
+        return duration_ms(text) / 1000
+    except ValueError:
+        raise UsageError(
+            f"--trigger expects a duration such as 5s, 500ms or 1m, got {text!r}"
+        ) from None
 
 
 def resolve_source(args: argparse.Namespace) -> tuple[str, Path | None]:

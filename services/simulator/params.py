@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 
-_UNITS = {"ms": 1, "s": 1_000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
+from services.durations import duration_ms
 
 
 class ParamError(ValueError):
@@ -15,10 +13,10 @@ class ParamError(ValueError):
 
 def parse_duration(text: str) -> int:
     """Milliseconds in `text`: a number with a unit ms, s, m, h or d (seconds if none)."""
-    match = _DURATION.match(str(text))
-    if not match:
-        raise ParamError(f"bad duration {text!r}: use e.g. 500ms, 90s, 10m, 1h")
-    return int(float(match.group(1)) * _UNITS[match.group(2) or "s"])
+    try:
+        return duration_ms(text)
+    except ValueError as exc:
+        raise ParamError(str(exc)) from None
 
 
 class Params:

@@ -1,0 +1,17 @@
+"""Durations as operators type them in flags: `500ms`, `90s`, `10m`, `1h`, `2d`, or a bare
+number of seconds. Standard library only, so any part of the project may use it."""
+
+from __future__ import annotations
+
+import re
+
+_UNITS_MS = {"ms": 1, "s": 1_000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
+
+
+def duration_ms(text: str) -> int:
+    """Milliseconds in `text`; ValueError with a one-line reason otherwise."""
+    match = _DURATION.match(str(text))
+    if not match:
+        raise ValueError(f"bad duration {text!r}: use e.g. 500ms, 90s, 10m, 1h")
+    return int(float(match.group(1)) * _UNITS_MS[match.group(2) or "s"])

@@ -1,0 +1,48 @@
+"""`groupscope stream` flag handling: bad input is one line and exit 2, before Spark starts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from services.cli import main
+from spark_jobs.stream import parse_seconds, redact
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"), [("5s", 5.0), ("500ms", 0.5), ("1m", 60.0), ("2", 2.0)]
+)
+def test_trigger_durations(text: str, seconds: float) -> None:
+    assert parse_seconds(text) == seconds
+
+
+def replay_dir(tmp_path: Path) -> str:
+    (tmp_path / "records").mkdir()
+    return str(tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("extra", "reason"),
+    [
+        (["--trigger", "soon"], "--trigger expects a duration"),
+        (["--kafka-config", "novalue"], "--kafka-config expects KEY=VALUE"),
+        (["--offsets-partitions", "0"], "--offsets-partitions must be positive"),
+    ],
+)
+def test_bad_flags_exit_2_with_one_line(tmp_path: Path, capsys, extra: list[str], reason: str):
+    assert main(["stream", "--source", "replay", replay_dir(tmp_path), *extra]) == 2
+    err = capsys.readouterr().err.strip()
+    assert reason in err and "\n" not in err
+
+
+def test_a_directory_without_records_is_refused(tmp_path: Path, capsys) -> None:
+    assert main(["stream", "--source", "replay", str(tmp_path)]) == 2
+    assert "not a replay directory" in capsys.readouterr().err
+
+
+def test_secrets_are_masked_in_logs() -> None:
+    shown = redact(
+        {"sasl.password": "hunter2", "ssl.key.password": "x", "security.protocol": "SSL"}
+    )
+    assert shown == {"sasl.password": "***", "ssl.key.password": "***", "security.protocol": "SSL"}
