@@ -36,15 +36,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-def table(headers: list[str], rows: list[list[Any]]) -> str:
-    """An aligned plain-text table."""
-    cells = [headers, *[[str(c) for c in row] for row in rows]]
-    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in cells]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines)
-
-
 def _partitions(assignment: dict[str, Any]) -> str:
     parts = assignment.get("assigned_partitions") or []
     return ", ".join(f"{tp['topic']}-{p}" for tp in parts for p in tp["partitions"]) or "-"
@@ -54,6 +45,7 @@ def run(args: argparse.Namespace) -> int:
     from services.cli import UsageError
     from services.codec import DecodeError, partition_for
     from services.codec.commands import decode_line
+    from services.postmortem.render import table
 
     if args.partitions <= 0:
         raise UsageError(f"--partitions must be positive, got {args.partitions}")
