@@ -1,0 +1,283 @@
+"""Every metric the exporter publishes: name, type, labels and meaning.
+
+One table drives the exposition (HELP and TYPE lines), the README's metric reference
+and the tests that check the alert rules and dashboards only use metrics that exist.
+Labels are bounded (DESIGN.md §4): group, topic, and partition only behind
+`--per-partition`; never a member id. Time series follow Prometheus conventions:
+counters end in `_total`, durations are in seconds, timestamps are Unix seconds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+PREFIX = "groupscope_"
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One metric family."""
+
+    name: str
+    kind: str  # "gauge" | "counter"
+    labels: tuple[str, ...]
+    help: str
+    per_partition: bool = False  # only with --per-partition
+
+    @property
+    def full_name(self) -> str:
+        return PREFIX + self.name
+
+
+GROUP = ("group",)
+GROUP_TOPIC = ("group", "topic")
+GROUP_TOPIC_PARTITION = ("group", "topic", "partition")
+SOURCE = ("source",)
+
+METRICS: tuple[Metric, ...] = (
+    # Group state, from the latest generation in the history store.
+    Metric(
+        "group_info",
+        "gauge",
+        ("group", "type", "protocol", "assignor", "state"),
+        "Always 1. type: classic, consumer (KIP-848), share or streams; protocol: the "
+        "protocol type (consumer, connect, ...); assignor: the protocol/assignor name; "
+        "state: stable, empty, rebalancing (a cooperative revocation round not yet "
+        "completed) or dead (deleted).",
+    ),
+    Metric("group_generation", "gauge", GROUP, "Latest generation (group epoch for KIP-848)."),
+    Metric("group_members", "gauge", GROUP, "Members in the latest generation."),
+    Metric(
+        "group_assigned_partitions",
+        "gauge",
+        GROUP,
+        "Partitions assigned in the latest generation.",
+    ),
+    Metric(
+        "group_rebalances_total",
+        "counter",
+        GROUP,
+        "Rebalances recorded (a cooperative two-round episode counts once).",
+    ),
+    Metric(
+        "group_partition_moves_total",
+        "counter",
+        ("group", "kind"),
+        "Partition moves summed over rebalances. kind=actual: partitions whose owner "
+        "changed; kind=baseline: what Kafka's sticky assignor (cooperative-sticky, "
+        "uniform for KIP-848) would have moved; kind=minimum: the fewest any balanced "
+        "assignment could move.",
+    ),
+    Metric(
+        "group_last_churn_ratio",
+        "gauge",
+        GROUP,
+        "Share of the group's assigned partitions that moved in its last rebalance (0-1).",
+    ),
+    Metric(
+        "group_last_excess_moves",
+        "gauge",
+        GROUP,
+        "Actual minus baseline moves of the last rebalance (0 when unknown).",
+    ),
+    Metric(
+        "group_storm",
+        "gauge",
+        GROUP,
+        "1 while the group has had at least --storm-rebalances rebalances within the "
+        "last --storm-window, else 0.",
+    ),
+    Metric(
+        "group_rebalances_in_storm_window",
+        "gauge",
+        GROUP,
+        "Rebalances within the last --storm-window.",
+    ),
+    Metric(
+        "group_last_rebalance_timestamp_seconds",
+        "gauge",
+        GROUP,
+        "When the last rebalance completed (Unix seconds).",
+    ),
+    Metric(
+        "group_seconds_since_last_rebalance",
+        "gauge",
+        GROUP,
+        "Seconds since the last rebalance completed.",
+    ),
+    Metric(
+        "group_state_seconds",
+        "gauge",
+        GROUP,
+        "Seconds the group has been in its current state (since its latest generation "
+        "or deletion).",
+    ),
+    # Offsets and lag.
+    Metric(
+        "group_commits_total",
+        "counter",
+        GROUP,
+        "Offset commit records written for the group (every partition of every commit).",
+    ),
+    Metric(
+        "group_last_commit_timestamp_seconds",
+        "gauge",
+        GROUP,
+        "Commit timestamp of the group's latest offset commit (Unix seconds).",
+    ),
+    Metric(
+        "group_seconds_since_last_commit",
+        "gauge",
+        GROUP,
+        "Seconds since the group's latest offset commit.",
+    ),
+    Metric(
+        "committed_offset",
+        "gauge",
+        GROUP_TOPIC,
+        "Committed offsets of the group on the topic, summed over partitions.",
+    ),
+    Metric(
+        "lag",
+        "gauge",
+        GROUP_TOPIC,
+        "Offset lag: log-end offset minus committed offset, summed over the topic's "
+        "committed partitions.",
+    ),
+    Metric(
+        "lag_seconds",
+        "gauge",
+        GROUP_TOPIC,
+        "Time lag: the largest, over the topic's partitions, estimated age of the "
+        "committed position (interpolated on log-end offset samples).",
+    ),
+    Metric(
+        "partition_committed_offset",
+        "gauge",
+        GROUP_TOPIC_PARTITION,
+        "Committed offset of one partition.",
+        per_partition=True,
+    ),
+    Metric(
+        "partition_lag",
+        "gauge",
+        GROUP_TOPIC_PARTITION,
+        "Offset lag of one partition.",
+        per_partition=True,
+    ),
+    Metric(
+        "partition_lag_seconds",
+        "gauge",
+        GROUP_TOPIC_PARTITION,
+        "Time lag of one partition.",
+        per_partition=True,
+    ),
+    # Decoding and the pipeline.
+    Metric(
+        "decode_failures_total",
+        "counter",
+        ("reason",),
+        "Records of __consumer_offsets the job could not decode, by reason; each is "
+        "kept with its bytes in the decode_failures table.",
+    ),
+    Metric(
+        "pipeline_caught_up",
+        "gauge",
+        SOURCE,
+        "1 when the streaming job has processed everything its source had available.",
+    ),
+    Metric(
+        "pipeline_records_behind",
+        "gauge",
+        SOURCE,
+        "Records of the source not yet processed (Kafka sources; 0 when caught up).",
+    ),
+    Metric(
+        "pipeline_input_records_per_second",
+        "gauge",
+        SOURCE,
+        "Input rate of the last micro-batch, as Spark reports it.",
+    ),
+    Metric(
+        "pipeline_processed_records_per_second",
+        "gauge",
+        SOURCE,
+        "Processing rate of the last micro-batch, as Spark reports it.",
+    ),
+    Metric(
+        "pipeline_batch_duration_seconds",
+        "gauge",
+        SOURCE,
+        "Wall time of the last micro-batch (decode, generations, store transaction).",
+    ),
+    Metric(
+        "pipeline_last_batch_timestamp_seconds",
+        "gauge",
+        SOURCE,
+        "When the last micro-batch was written (Unix seconds).",
+    ),
+    Metric(
+        "pipeline_batches_total",
+        "counter",
+        SOURCE,
+        "Micro-batches written.",
+    ),
+    Metric(
+        "pipeline_records_total",
+        "counter",
+        SOURCE,
+        "Records of __consumer_offsets processed.",
+    ),
+    Metric(
+        "pipeline_status_age_seconds",
+        "gauge",
+        SOURCE,
+        "Seconds since the streaming job last reported its status; grows when the job is down.",
+    ),
+    # The exporter itself.
+    Metric(
+        "exporter_refresh_duration_seconds",
+        "gauge",
+        (),
+        "How long the last refresh from the history store took.",
+    ),
+    Metric(
+        "exporter_last_refresh_timestamp_seconds",
+        "gauge",
+        (),
+        "When the metrics were last refreshed (Unix seconds).",
+    ),
+    Metric(
+        "exporter_refresh_errors_total",
+        "counter",
+        (),
+        "Refreshes that failed (the history store was unreachable); the previous "
+        "metrics are served meanwhile.",
+    ),
+    Metric(
+        "exporter_lag_poll_duration_seconds",
+        "gauge",
+        (),
+        "How long the last log-end offset poll of the Kafka cluster took.",
+    ),
+    Metric(
+        "exporter_lag_poll_errors_total",
+        "counter",
+        (),
+        "Log-end offset polls that failed.",
+    ),
+    Metric(
+        "exporter_lag_partitions",
+        "gauge",
+        (),
+        "Partitions whose log-end offsets the exporter polls.",
+    ),
+    Metric(
+        "exporter_series",
+        "gauge",
+        (),
+        "Samples in the last exposition.",
+    ),
+)
+
+BY_NAME = {m.full_name: m for m in METRICS}
