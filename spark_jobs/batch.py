@@ -11,9 +11,10 @@ is written in one store transaction, and replaying a batch is a no-op.
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,13 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from services.codec import DecodeError, decode_record, partition_for
-from services.store.batch import BatchWrite, DecodeFailure, OffsetCommit, SourceProgress
+from services.store.batch import (
+    BatchHealth,
+    BatchWrite,
+    DecodeFailure,
+    OffsetCommit,
+    SourceProgress,
+)
 from services.store.repository import HistoryStore
 from services.store.retry import RetryPolicy
 from services.store.snapshots import LatestGeneration
@@ -88,6 +95,7 @@ def _commit(row: dict[str, Any]) -> OffsetCommit:
         leader_epoch=row["leader_epoch"],
         metadata=row["metadata"],
         expire_time=to_datetime(row["expire_ms"]),
+        commits=row.get("n", 1),
     )
 
 
@@ -154,6 +162,7 @@ class BatchProcessor:
     def __call__(self, df: DataFrame, batch_id: int) -> None:
         started = time.perf_counter()
         batch, stats = self._build(df, batch_id)
+        batch = replace(batch, health=BatchHealth(stats.records, time.perf_counter() - started))
         self.retry.run(lambda: self.store.write_batch(batch))
         if self.state_dir is not None:
             tracker_state.save(self.state_dir, batch_id, self.tracker)
@@ -226,13 +235,12 @@ class BatchProcessor:
             try:
                 record = decode_record(row["key"], row["value"])
             except DecodeError as exc:
-                stats.failures[failure_reason(exc)] += 1
-                failures.append(self._failure(row, str(exc)))
+                failures.append(self._failure(row, str(exc), failure_reason(exc), stats))
                 continue
             kind = record["record_type"]
             if kind == "unknown":
-                stats.failures[record["reason"]] += 1
-                failures.append(self._failure(row, record["reason"]))
+                category = re.sub(r" \d+", "", record["reason"])  # bounded: no numbers
+                failures.append(self._failure(row, record["reason"], category, stats))
                 continue
             key = record["key"]
             self._check_partition(key.get("group", key.get("group_id")), position.partition)
@@ -266,7 +274,11 @@ class BatchProcessor:
             }
         )
 
-    def _failure(self, row: dict[str, Any], reason: str) -> DecodeFailure:
+    @staticmethod
+    def _failure(
+        row: dict[str, Any], reason: str, category: str, stats: BatchStats
+    ) -> DecodeFailure:
+        stats.failures[category] += 1
         return DecodeFailure(
             source_partition=row["source_partition"],
             source_offset=row["source_offset"],
@@ -274,6 +286,7 @@ class BatchProcessor:
             key=row["key"],
             value=row["value"],
             source_time=row["source_time"],
+            category=category,
         )
 
     def _check_partition(self, group: str | None, source_partition: int) -> None:

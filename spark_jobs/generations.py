@@ -220,6 +220,7 @@ class GenerationTracker:
                 leader=value["leader"],
                 state_time=to_datetime(value["current_state_timestamp"]),
                 rebalance=churn,
+                state="rebalancing" if snapshot.revoking_from is not None else None,
             )
         )
 

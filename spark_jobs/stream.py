@@ -18,6 +18,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from spark_jobs import health
+
 log = logging.getLogger("groupscope.stream")
 
 EPILOG = """\
@@ -271,8 +273,9 @@ def _run_query(
 
 
 def _follow(query: Any, processor: Any) -> None:
-    """Wait for the query, printing progress to stderr every few seconds."""
-    started, shown = time.monotonic(), -1
+    """Wait for the query, printing progress to stderr and reporting the pipeline's
+    health to the store every few seconds."""
+    started, shown, reported = time.monotonic(), -1, None
     while query.isActive:
         query.awaitTermination(2)
         if processor.batches != shown:
@@ -285,9 +288,34 @@ def _follow(query: Any, processor: Any) -> None:
                 file=sys.stderr,
                 flush=True,
             )
+        if query.isActive:
+            reported = _report(
+                processor,
+                health.report(processor.source, query.status, query.lastProgress),
+                reported,
+            )
     error = query.exception()
     if error is not None:
         raise RuntimeError(f"the streaming query failed: {error}")
+    _report(processor, health.report(processor.source, {}, query.lastProgress, True), reported)
+
+
+def _report(processor: Any, report: Any, previous: Any) -> Any:
+    """Write the report when it changed or every 15 s; a store outage only logs."""
+    from services.store.errors import StoreError
+
+    same = previous is not None and (
+        previous.caught_up,
+        previous.records_behind,
+    ) == (report.caught_up, report.records_behind)
+    if same and (report.at - previous.at).total_seconds() < 15:
+        return previous
+    try:
+        processor.store.report_status(report)
+    except StoreError as exc:
+        log.warning("pipeline status not written: %s", exc)
+        return previous
+    return report
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -57,6 +57,9 @@ Rules the store relies on:
 - **Progress.** `progress` is the last processed offset of each source partition;
   it never moves backwards either. The job reads it back with
   `HistoryStore.progress(source)` to check where the store stands.
+- **Health.** `health` (records read, seconds spent) adds the batch to the source's
+  `pipeline_status` row in the same transaction. Between batches the job reports
+  whether it has caught up with `HistoryStore.report_status`.
 - **Failure.** If the database is unreachable or goes away mid-batch, `write_batch`
   raises `StoreUnavailableError` and nothing of the batch is kept: do not advance the
   checkpoint; retry (with `RetryPolicy`) or fail the query. `BatchRejectedError`
@@ -88,6 +91,9 @@ class OffsetCommit:
     leader_epoch: int | None = None
     metadata: str | None = None
     expire_time: datetime | None = None
+    # Commit records this one stands for: the job keeps only a batch's latest commit
+    # per partition, but counts the ones it superseded (the exporter's commit rate).
+    commits: int = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,6 +159,18 @@ class Generation:
     leader: str | None = None
     state_time: datetime | None = None
     rebalance: Churn | None = None
+    # "rebalancing" for a cooperative revocation round; None derives stable or empty.
+    state: str | None = None
+
+    @property
+    def group_state(self) -> str:
+        """stable, empty or rebalancing: what the group looked like after this record."""
+        return self.state or ("stable" if self.members else "empty")
+
+    @property
+    def partition_count(self) -> int:
+        """Partitions assigned across the members."""
+        return sum(len(ps) for m in self.members for ps in m.assignment.values())
 
     @property
     def time(self) -> datetime:
@@ -170,6 +188,7 @@ class DecodeFailure:
     key: bytes | None
     value: bytes | None
     source_time: datetime | None = None
+    category: str | None = None  # a short, bounded reason; None: the reason itself
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,6 +197,14 @@ class SourceProgress:
 
     partition: int
     last_offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class BatchHealth:
+    """How big the batch was and how long building it took: pipeline health."""
+
+    records: int
+    seconds: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,3 +219,16 @@ class BatchWrite:
     generations: Sequence[Generation] = ()
     decode_failures: Sequence[DecodeFailure] = ()
     progress: Sequence[SourceProgress] = ()
+    health: BatchHealth | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PipelineReport:
+    """The job's view of its source between batches (`HistoryStore.report_status`)."""
+
+    source: str
+    at: datetime
+    caught_up: bool
+    records_behind: int | None = None  # None when the source cannot count records
+    input_rate: float | None = None  # rows/s of the last batch, as Spark reports it
+    processed_rate: float | None = None

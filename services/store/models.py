@@ -31,6 +31,7 @@ from sqlalchemy import (
     Boolean,
     CheckConstraint,
     DateTime,
+    Float,
     ForeignKey,
     Identity,
     Index,
@@ -82,6 +83,9 @@ class Group(Base):
     deleted_at: Mapped[datetime | None] = mapped_column(Timestamp)
     # Offset of the group record that last set type/deleted_at; older records lose.
     state_source_offset: Mapped[int | None] = mapped_column(BigInteger)
+    # Every offset commit record of the group, superseded ones included (migration 0003).
+    commits_total: Mapped[int] = mapped_column(BigInteger, server_default="0")
+    last_commit_timestamp: Mapped[datetime | None] = mapped_column(Timestamp)
 
 
 class Generation(Base):
@@ -108,6 +112,9 @@ class Generation(Base):
     source_offset: Mapped[int] = mapped_column(BigInteger)
     source_timestamp: Mapped[datetime] = mapped_column(Timestamp)
     batch_id: Mapped[int] = mapped_column(BigInteger)
+    # stable, empty, or rebalancing (a cooperative revocation round); NULL before 0003.
+    state: Mapped[str | None] = mapped_column(Text)
+    partition_count: Mapped[int | None] = mapped_column(Integer)
 
 
 class GenerationMember(Base):
@@ -140,7 +147,10 @@ class Rebalance(Base):
     """
 
     __tablename__ = "rebalances"
-    __table_args__ = (Index("ix_rebalances_group_name_time", "group_name", "time"),)
+    __table_args__ = (
+        Index("ix_rebalances_group_name_time", "group_name", "time"),
+        Index("ix_rebalances_time", "time"),
+    )
 
     to_generation_pk: Mapped[int] = mapped_column(
         BigInteger, ForeignKey("generations.id", ondelete="CASCADE"), primary_key=True
@@ -216,6 +226,8 @@ class OffsetHistory(Base):
     committed_offsets: Mapped[list[int | None]] = mapped_column(ARRAY(BigInteger))
     commit_timestamps: Mapped[list[datetime | None]] = mapped_column(ARRAY(Timestamp))
     source_offsets: Mapped[list[int]] = mapped_column(ARRAY(BigInteger))
+    # Commit records the batch had for these partitions, superseded ones included.
+    commit_count: Mapped[int | None] = mapped_column(Integer)
 
 
 class DecodeFailure(Base):
@@ -226,6 +238,8 @@ class DecodeFailure(Base):
     source_partition: Mapped[int] = mapped_column(Integer, primary_key=True)
     source_offset: Mapped[int] = mapped_column(BigInteger, primary_key=True)
     reason: Mapped[str] = mapped_column(Text)
+    # A short, bounded form of the reason, for counting by label.
+    category: Mapped[str | None] = mapped_column(Text)
     key: Mapped[bytes | None] = mapped_column(LargeBinary)
     value: Mapped[bytes | None] = mapped_column(LargeBinary)
     source_timestamp: Mapped[datetime | None] = mapped_column(Timestamp)
@@ -241,4 +255,24 @@ class PipelineProgress(Base):
     partition: Mapped[int] = mapped_column(Integer, primary_key=True)
     last_offset: Mapped[int] = mapped_column(BigInteger)
     batch_id: Mapped[int] = mapped_column(BigInteger)
+    updated_at: Mapped[datetime] = mapped_column(Timestamp)
+
+
+class PipelineStatus(Base):
+    """The streaming job's health, per source: what the exporter publishes."""
+
+    __tablename__ = "pipeline_status"
+
+    source: Mapped[str] = mapped_column(Text, primary_key=True)
+    batches_total: Mapped[int] = mapped_column(BigInteger)
+    records_total: Mapped[int] = mapped_column(BigInteger)
+    last_batch_id: Mapped[int | None] = mapped_column(BigInteger)
+    last_batch_time: Mapped[datetime | None] = mapped_column(Timestamp)
+    last_batch_records: Mapped[int | None] = mapped_column(BigInteger)
+    last_batch_seconds: Mapped[float | None] = mapped_column(Float)
+    input_rows_per_second: Mapped[float | None] = mapped_column(Float)
+    processed_rows_per_second: Mapped[float | None] = mapped_column(Float)
+    # NULL when the source cannot tell (replay directories count files, not records).
+    records_behind: Mapped[int | None] = mapped_column(BigInteger)
+    caught_up: Mapped[bool] = mapped_column(Boolean)
     updated_at: Mapped[datetime] = mapped_column(Timestamp)

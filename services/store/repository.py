@@ -17,13 +17,14 @@ Conflicts resolve by natural key plus source position, so a replayed batch is a 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import asdict
 
 import psycopg
 from sqlalchemy import Engine, text
 from sqlalchemy.exc import DBAPIError
 
 from services.store import staging
-from services.store.batch import BatchWrite, Generation
+from services.store.batch import BatchWrite, Generation, PipelineReport
 from services.store.errors import BatchRejectedError, StoreError, StoreUnavailableError
 
 # Every group named in the batch exists afterwards, with first/last seen widened.
@@ -63,10 +64,10 @@ WHERE g.name = e.group_name
 INSERT_GENERATIONS = """
 INSERT INTO generations (group_name, generation, protocol_type, assignor, leader,
     state_timestamp, time, member_count, source_partition, source_offset,
-    source_timestamp, batch_id)
+    source_timestamp, batch_id, state, partition_count)
 SELECT group_name, generation, protocol_type, assignor, leader,
     state_timestamp, time, member_count, source_partition, source_offset,
-    source_timestamp, %(batch_id)s
+    source_timestamp, %(batch_id)s, state, partition_count
 FROM stage_generations
 ON CONFLICT (source_partition, source_offset) DO NOTHING
 RETURNING id, source_partition, source_offset
@@ -97,10 +98,13 @@ ON CONFLICT (to_generation_pk) DO NOTHING
 # see the snapshot from before the statement, so no partition is both updated and
 # inserted. One writer per source partition is assumed (the streaming job); a second
 # writer inserting the same new partition at the same moment gets a unique-key error
-# (BatchRejectedError) rather than a silently dropped commit.
+# (BatchRejectedError) rather than a silently dropped commit. Each history row counts the
+# commit records behind it, superseded ones included, and adds them to the group's
+# commits_total: only rows that are new add, so a replayed batch counts nothing twice.
 UPSERT_OFFSETS = """
 WITH latest AS (
-    SELECT DISTINCT ON (group_name, topic, partition) *
+    SELECT DISTINCT ON (group_name, topic, partition) *,
+        sum(commits) OVER (PARTITION BY group_name, topic, partition) AS commit_count
     FROM stage_offsets
     ORDER BY group_name, topic, partition, source_offset DESC
 ), updated AS (
@@ -118,7 +122,7 @@ WITH latest AS (
     WHERE c.group_name = l.group_name AND c.topic = l.topic AND c.partition = l.partition
       AND c.source_offset < l.source_offset
     RETURNING c.group_name, c.topic, c.partition, c.committed_offset, c.commit_timestamp,
-        c.source_offset
+        c.source_offset, l.commit_count
 ), inserted AS (
     INSERT INTO committed_offsets (group_name, topic, partition, committed_offset,
         leader_epoch, metadata, commit_timestamp, expire_timestamp, deleted,
@@ -132,24 +136,38 @@ WITH latest AS (
         WHERE c.group_name = l.group_name AND c.topic = l.topic AND c.partition = l.partition)
     RETURNING group_name, topic, partition, committed_offset, commit_timestamp, source_offset
 ), moved AS (
-    SELECT * FROM updated UNION ALL SELECT * FROM inserted
+    SELECT * FROM updated
+    UNION ALL
+    SELECT i.*, l.commit_count FROM inserted i JOIN latest l USING (group_name, topic, partition)
+), history AS (
+    INSERT INTO offset_history (group_name, source_offset, batch_id, batch_time, topics,
+        partitions, committed_offsets, commit_timestamps, source_offsets, commit_count)
+    SELECT group_name, max(source_offset), %(batch_id)s, %(batch_time)s,
+        array_agg(topic ORDER BY source_offset), array_agg(partition ORDER BY source_offset),
+        array_agg(committed_offset ORDER BY source_offset),
+        array_agg(commit_timestamp ORDER BY source_offset),
+        array_agg(source_offset ORDER BY source_offset),
+        sum(commit_count)
+    FROM moved
+    GROUP BY group_name
+    ON CONFLICT (group_name, source_offset) DO NOTHING
+    RETURNING group_name, commit_count, commit_timestamps
 )
-INSERT INTO offset_history (group_name, source_offset, batch_id, batch_time, topics,
-    partitions, committed_offsets, commit_timestamps, source_offsets)
-SELECT group_name, max(source_offset), %(batch_id)s, %(batch_time)s,
-    array_agg(topic ORDER BY source_offset), array_agg(partition ORDER BY source_offset),
-    array_agg(committed_offset ORDER BY source_offset),
-    array_agg(commit_timestamp ORDER BY source_offset),
-    array_agg(source_offset ORDER BY source_offset)
-FROM moved
-GROUP BY group_name
-ON CONFLICT (group_name, source_offset) DO NOTHING
+UPDATE groups AS g SET
+    commits_total = g.commits_total + h.commit_count,
+    last_commit_timestamp = greatest(g.last_commit_timestamp, h.last_commit)
+FROM (
+    SELECT group_name, commit_count, (SELECT max(t) FROM unnest(commit_timestamps) t) AS last_commit
+    FROM history
+) h
+WHERE g.name = h.group_name
 """
 
 INSERT_DECODE_FAILURES = """
 INSERT INTO decode_failures (source_partition, source_offset, reason, key, value,
-    source_timestamp, batch_id)
-SELECT source_partition, source_offset, reason, key, value, source_timestamp, %(batch_id)s
+    source_timestamp, batch_id, category)
+SELECT source_partition, source_offset, reason, key, value, source_timestamp, %(batch_id)s,
+    coalesce(category, reason)
 FROM stage_decode_failures
 ON CONFLICT (source_partition, source_offset) DO NOTHING
 """
@@ -162,6 +180,36 @@ ON CONFLICT (source, partition) DO UPDATE SET
     batch_id = excluded.batch_id,
     updated_at = excluded.updated_at
 WHERE p.last_offset < excluded.last_offset
+"""
+
+# A written batch adds itself to its source's health row.
+COUNT_BATCH = """
+INSERT INTO pipeline_status AS s (source, batches_total, records_total, last_batch_id,
+    last_batch_time, last_batch_records, last_batch_seconds, caught_up, updated_at)
+VALUES (%(source)s, 1, %(records)s, %(batch_id)s, %(batch_time)s, %(records)s, %(seconds)s,
+    false, %(batch_time)s)
+ON CONFLICT (source) DO UPDATE SET
+    batches_total = s.batches_total + 1,
+    records_total = s.records_total + excluded.records_total,
+    last_batch_id = excluded.last_batch_id,
+    last_batch_time = excluded.last_batch_time,
+    last_batch_records = excluded.last_batch_records,
+    last_batch_seconds = excluded.last_batch_seconds,
+    updated_at = excluded.updated_at
+"""
+
+REPORT_STATUS = """
+INSERT INTO pipeline_status AS s (source, batches_total, records_total, caught_up,
+    records_behind, input_rows_per_second, processed_rows_per_second, updated_at)
+VALUES (%(source)s, 0, 0, %(caught_up)s, %(records_behind)s, %(input_rate)s,
+    %(processed_rate)s, %(at)s)
+ON CONFLICT (source) DO UPDATE SET
+    caught_up = excluded.caught_up,
+    records_behind = excluded.records_behind,
+    input_rows_per_second = coalesce(excluded.input_rows_per_second, s.input_rows_per_second),
+    processed_rows_per_second =
+        coalesce(excluded.processed_rows_per_second, s.processed_rows_per_second),
+    updated_at = excluded.updated_at
 """
 
 # Run after the generations and their members are in.
@@ -200,6 +248,19 @@ class HistoryStore:
             raise _store_error(
                 exc, f"batch {batch.batch_id} of {batch.source} not written"
             ) from exc
+
+    def report_status(self, status: PipelineReport) -> None:
+        """Record whether the job has caught up with its source, between batches.
+
+        Raises `StoreUnavailableError` or `BatchRejectedError` like `write_batch`.
+        """
+        try:
+            with self.engine.begin() as conn:
+                raw = conn.connection.driver_connection
+                with raw.cursor() as cursor:
+                    cursor.execute(REPORT_STATUS, asdict(status))
+        except (DBAPIError, psycopg.Error) as exc:
+            raise _store_error(exc, f"status of {status.source} not written") from exc
 
     def progress(self, source: str) -> dict[int, tuple[int, int]]:
         """`{source partition: (last processed offset, batch id)}` as stored."""
@@ -262,6 +323,9 @@ def _merge(cursor: psycopg.Cursor, batch: BatchWrite) -> None:
             for p in batch.progress
         ],
     )
+    if batch.health is not None:
+        health = {"records": batch.health.records, "seconds": batch.health.seconds}
+        cursor.execute(COUNT_BATCH, {**params, **health, "source": batch.source})
 
 
 def _group_event_rows(batch: BatchWrite) -> Iterator[tuple]:
@@ -285,6 +349,7 @@ def _offset_rows(batch: BatchWrite) -> Iterator[tuple]:
             o.expire_time,
             o.source_partition,
             o.source_offset,
+            o.commits,
         )
 
 
@@ -302,6 +367,8 @@ def _generation_rows(batch: BatchWrite) -> Iterator[tuple]:
             g.source_partition,
             g.source_offset,
             g.source_time,
+            g.group_state,
+            g.partition_count,
         )
 
 
@@ -360,4 +427,12 @@ def _rebalance_rows(batch: BatchWrite) -> Iterator[tuple]:
 
 def _decode_failure_rows(batch: BatchWrite) -> Iterator[tuple]:
     for f in batch.decode_failures:
-        yield (f.source_partition, f.source_offset, f.reason, f.key, f.value, f.source_time)
+        yield (
+            f.source_partition,
+            f.source_offset,
+            f.reason,
+            f.key,
+            f.value,
+            f.source_time,
+            f.category,
+        )

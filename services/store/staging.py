@@ -91,6 +91,7 @@ OFFSETS = CopyTable(
         ("expire_timestamp", "timestamptz"),
         ("source_partition", "int4"),
         ("source_offset", "int8"),
+        ("commits", "int4"),
     ),
 )
 
@@ -108,6 +109,8 @@ GENERATIONS = CopyTable(
         ("source_partition", "int4"),
         ("source_offset", "int8"),
         ("source_timestamp", "timestamptz"),
+        ("state", "text"),
+        ("partition_count", "int4"),
     ),
 )
 
@@ -159,5 +162,6 @@ DECODE_FAILURES = CopyTable(
         ("key", "bytea"),
         ("value", "bytea"),
         ("source_timestamp", "timestamptz"),
+        ("category", "text"),
     ),
 )
