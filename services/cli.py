@@ -23,6 +23,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "services.store.commands",
     "services.postmortem.commands",
     "services.simulator.commands",
+    "services.exporter.commands",
 )
 
 

@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from services.kafka_options import kafka_config, redact
 from spark_jobs import health
 
 log = logging.getLogger("groupscope.stream")
@@ -39,10 +40,9 @@ examples:
       --database-url postgresql://groupscope@db/groupscope
 """
 
-SECRET_HINTS = ("password", "secret", "token", "key")
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from services.kafka_options import add_kafka_arguments
     from services.store.options import add_database_url_argument
 
     env = os.environ.get
@@ -53,28 +53,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="kafka | spark-kafka | replay DIR (default: kafka when --bootstrap-servers is given)",
     )
     parser.add_argument(
-        "--bootstrap-servers",
-        default=env("GROUPSCOPE_BOOTSTRAP_SERVERS"),
-        help="Kafka bootstrap servers (env GROUPSCOPE_BOOTSTRAP_SERVERS)",
-    )
-    parser.add_argument(
         "--topic",
         default=env("GROUPSCOPE_TOPIC", "__consumer_offsets"),
         help="the topic to read (default: __consumer_offsets)",
     )
-    parser.add_argument(
-        "--kafka-config",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="a librdkafka/Kafka client property (SASL, SSL, ...); repeatable",
-    )
-    parser.add_argument(
-        "--kafka-config-file",
-        type=Path,
-        metavar="FILE",
-        help="a Java-style properties file of client properties",
-    )
+    add_kafka_arguments(parser)
     add_database_url_argument(parser)
     parser.add_argument(
         "--checkpoint",
@@ -116,36 +99,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=env("GROUPSCOPE_SPARK_MASTER"),
         help="Spark master (default: local[*]; ignored under spark-submit)",
     )
-
-
-def kafka_config(args: argparse.Namespace) -> dict[str, str]:
-    """Client properties from the file, then the flags (flags win)."""
-    from services.cli import UsageError
-
-    config: dict[str, str] = {}
-    if args.kafka_config_file:
-        try:
-            lines = args.kafka_config_file.read_text().splitlines()
-        except OSError as exc:
-            raise UsageError(f"cannot read {args.kafka_config_file}: {exc.strerror}") from None
-        for line in lines:
-            line = line.strip()
-            if line and not line.startswith(("#", "!")):
-                key, sep, value = line.partition("=")
-                if not sep:
-                    raise UsageError(f"{args.kafka_config_file}: not KEY=VALUE: {line!r}")
-                config[key.strip()] = value.strip()
-    for item in args.kafka_config:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise UsageError(f"--kafka-config expects KEY=VALUE, got {item!r}")
-        config[key.strip()] = value
-    return config
-
-
-def redact(config: dict[str, str]) -> dict[str, str]:
-    """Client properties safe to log: secrets never appear in logs."""
-    return {k: "***" if any(h in k.lower() for h in SECRET_HINTS) else v for k, v in config.items()}
 
 
 def parse_seconds(text: str) -> float:

@@ -1,0 +1,181 @@
+"""`groupscope exporter`: Prometheus metrics of every consumer group, with lag."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import sys
+
+EPILOG = """\
+endpoints:
+  /metrics   every groupscope_* metric (see the README's metric reference)
+  /healthz   200 while the exporter's refresh loop runs
+  /readyz    200 once the streaming job has caught up with __consumer_offsets
+
+lag:
+  With --bootstrap-servers, the exporter polls the log-end offset of every partition a
+  group has committed, in one ListOffsets request per broker, every --interval, and
+  publishes offset lag and time lag (estimated from the last --lag-history samples).
+  Without it, groups, rebalances, churn and committed offsets are still published.
+
+examples:
+  groupscope exporter --bootstrap-servers broker:9092
+  groupscope exporter --port 9308 --interval 30s --storm-rebalances 3 --storm-window 5m
+  groupscope exporter --bootstrap-servers broker:9093 --kafka-config-file client.properties \\
+      --database-url postgresql://groupscope@db/groupscope --per-partition
+"""
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    from services.kafka_options import add_kafka_arguments
+    from services.store.options import add_database_url_argument
+
+    env = os.environ.get
+    parser = subparsers.add_parser(
+        "exporter",
+        help="serve Prometheus metrics: groups, rebalances, churn, lag, pipeline health",
+        description="Serve /metrics, /healthz and /readyz for Prometheus. Metrics come from "
+        "the history store the streaming job writes, and lag from log-end offsets polled "
+        "from the Kafka cluster.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--port",
+        type=int,
+        default=int(env("GROUPSCOPE_EXPORTER_PORT", "9308")),
+        help="port to listen on (env GROUPSCOPE_EXPORTER_PORT; default 9308; 0: any free)",
+    )
+    parser.add_argument(
+        "--host",
+        default=env("GROUPSCOPE_EXPORTER_HOST", "0.0.0.0"),
+        help="address to listen on (default 0.0.0.0)",
+    )
+    add_kafka_arguments(parser, " to poll log-end offsets from (optional)")
+    add_database_url_argument(parser)
+    parser.add_argument(
+        "--interval",
+        default=env("GROUPSCOPE_EXPORTER_INTERVAL", "15s"),
+        help="how often to refresh from the store and poll log-end offsets (default 15s)",
+    )
+    parser.add_argument(
+        "--storm-rebalances",
+        type=int,
+        default=int(env("GROUPSCOPE_STORM_REBALANCES", "5")),
+        help="rebalances within --storm-window that make a storm (default 5)",
+    )
+    parser.add_argument(
+        "--storm-window",
+        default=env("GROUPSCOPE_STORM_WINDOW", "10m"),
+        help="the storm window (default 10m)",
+    )
+    parser.add_argument(
+        "--per-partition",
+        action="store_true",
+        default=env("GROUPSCOPE_EXPORTER_PER_PARTITION", "") not in ("", "0", "false"),
+        help="also publish committed offset and lag per partition (many more series)",
+    )
+    parser.add_argument(
+        "--lag-history",
+        type=int,
+        default=int(env("GROUPSCOPE_LAG_HISTORY", "30")),
+        help="log-end offset samples kept per partition for time lag (default 30)",
+    )
+    parser.set_defaults(func=run)
+
+
+def _seconds(flag: str, text: str) -> float:
+    from services.cli import UsageError
+    from services.durations import duration_ms
+
+    try:
+        value = duration_ms(text) / 1000
+    except ValueError:
+        raise UsageError(f"{flag} expects a duration such as 15s or 1m, got {text!r}") from None
+    if value <= 0:
+        raise UsageError(f"{flag} must be positive, got {text!r}")
+    return value
+
+
+def config_from(args: argparse.Namespace):  # -> ExporterConfig
+    """Validate the flags into an ExporterConfig (UsageError on bad input)."""
+    from services.cli import UsageError
+    from services.exporter.app import ExporterConfig
+
+    if not 0 <= args.port <= 65535:
+        raise UsageError(f"--port must be 0-65535, got {args.port}")
+    if args.storm_rebalances < 1:
+        raise UsageError("--storm-rebalances must be at least 1")
+    if args.lag_history < 2:
+        raise UsageError("--lag-history must be at least 2")
+    return ExporterConfig(
+        host=args.host,
+        port=args.port,
+        interval_s=_seconds("--interval", args.interval),
+        storm_rebalances=args.storm_rebalances,
+        storm_window_s=_seconds("--storm-window", args.storm_window),
+        per_partition=args.per_partition,
+        history_depth=args.lag_history,
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from services.store.options import store_command
+
+    return store_command(_serve)(args)
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from services.exporter.app import Exporter
+    from services.exporter.lag import LogEndPoller
+    from services.kafka_options import kafka_config, redact
+    from services.store.database import create_store_engine, database_url, redacted
+    from services.store.migrate import require_head
+
+    config = config_from(args)
+    client = kafka_config(args)
+    logging.basicConfig(
+        level=logging.WARNING, stream=sys.stderr, format="%(asctime)s %(name)s %(message)s"
+    )
+    logging.getLogger("groupscope").setLevel(logging.INFO)
+    fetch = None
+    if args.bootstrap_servers:
+        client = {"bootstrap.servers": args.bootstrap_servers, **client}
+        logging.getLogger("groupscope.exporter").info("lag from %s", redact(client))
+        fetch = LogEndPoller(client)
+    with database_url(args.database_url) as url:
+        engine = create_store_engine(url)
+        try:
+            require_head(engine)
+            exporter = Exporter(config, engine, fetch)
+            try:
+                exporter.start()
+            except OSError as exc:
+                from services.cli import UsageError
+
+                raise UsageError(
+                    f"cannot listen on {config.host}:{config.port}: {exc.strerror}"
+                ) from None
+            print(
+                f"groupscope exporter: http://{_shown(config.host)}:{exporter.port}/metrics "
+                f"({exporter.exposition.samples} samples; store {redacted(url)}; "
+                f"lag {'from ' + args.bootstrap_servers if fetch else 'off'})",
+                file=sys.stderr,
+                flush=True,
+            )
+            signal.signal(signal.SIGTERM, lambda *_: exporter.stop())
+            try:
+                exporter.wait()
+            except KeyboardInterrupt:
+                pass
+            finally:
+                exporter.stop()
+        finally:
+            engine.dispose()
+    return 0
+
+
+def _shown(host: str) -> str:
+    return "localhost" if host in ("0.0.0.0", "::", "") else host

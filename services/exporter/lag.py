@@ -1,0 +1,203 @@
+"""Offset lag and time lag: log-end offsets polled from Kafka, and their recent history.
+
+**Offset lag** of a partition is its log-end offset minus the group's committed offset
+(never below 0: a commit can briefly run ahead of a stale log-end sample).
+
+**Time lag** estimates how old the committed position is: when did the log-end offset
+pass the committed offset? Every poll adds a (log-end offset, time) sample per
+partition to a short history. While the offset does not move, the newest sample's time
+is advanced instead, so each sample knows when the log was first and last seen ending
+there. For a committed offset c between two samples o1 <= c < o2, the record at c was
+appended after the log was last seen at o1 (t1) and before it was first seen at o2
+(t2), and linear interpolation places it at t1 + (c - o1) / (o2 - o1) * (t2 - t1); the
+time lag is now minus that. A committed
+offset older than the whole history is extrapolated back at the history's average rate
+(or, with no rate, the history's age, a lower bound). Caught up (c >= the latest
+log-end offset) is 0. This is the method of kafka-lag-exporter's lookup table; its
+limits are in the README: bursty producers make interpolation coarse, and right after
+start the history is one sample deep.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+log = logging.getLogger("groupscope.exporter")
+
+TopicPartition = tuple[str, int]
+Fetch = Callable[[list[TopicPartition]], dict[TopicPartition, int]]
+
+CHUNK = 65_536  # rows per vectorized block: bounds the temporaries' memory
+
+
+@dataclass
+class LagResult:
+    """Per committed-offset row: offset lag and time lag (NaN: no log-end offset known)."""
+
+    lag: np.ndarray  # float64 (NaN where unknown)
+    seconds: np.ndarray  # float64 (NaN where unknown)
+
+
+class OffsetHistory:
+    """The last `depth` distinct log-end offsets of every polled partition, each with the
+    first and the last time a poll saw it.
+
+    A record at offset c with o[j] <= c < o[j+1] was appended after the log was last seen
+    ending at o[j] and before it was first seen ending at o[j+1]; time lag interpolates in
+    that interval. Times are float32 seconds since the first sample (0.5 s resolution
+    after 100 days), which keeps 500,000 partitions x 20 samples at 160 MB.
+    """
+
+    def __init__(self, depth: int = 20) -> None:
+        if depth < 2:
+            raise ValueError("the history needs at least 2 samples per partition")
+        self.depth = depth
+        self.epoch: float | None = None
+        self.index: dict[TopicPartition, int] = {}
+        self.offsets = np.zeros((0, depth), np.int64)
+        self.first = np.zeros((0, depth), np.float32)
+        self.last = np.zeros((0, depth), np.float32)
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+    def record(self, samples: Mapping[TopicPartition, int], at: float) -> None:
+        """Add one poll's log-end offsets, taken at `at` (Unix seconds)."""
+        if self.epoch is None:
+            self.epoch = at
+        t = np.float32(at - self.epoch)
+        new = [tp for tp in samples if tp not in self.index]
+        if new:
+            start = len(self.index)
+            for i, tp in enumerate(new, start):
+                self.index[tp] = i
+            grow = np.zeros((len(new), self.depth))
+            self.offsets = np.vstack([self.offsets, grow.astype(np.int64)])
+            self.first = np.vstack([self.first, grow.astype(np.float32)])
+            self.last = np.vstack([self.last, grow.astype(np.float32)])
+            rows = np.arange(start, start + len(new))
+            self._reset(rows, np.fromiter((samples[tp] for tp in new), np.int64, len(new)), t)
+        fresh = set(new)
+        known = [tp for tp in samples if tp not in fresh] if fresh else list(samples)
+        if not known:
+            return
+        rows = np.fromiter((self.index[tp] for tp in known), np.int64, len(known))
+        values = np.fromiter((samples[tp] for tp in known), np.int64, len(known))
+        newest = self.offsets[rows, -1]
+        # A log that shrank was deleted and recreated: its history no longer applies.
+        shrank = values < newest
+        self._reset(rows[shrank], values[shrank], t)
+        self.last[rows[values == newest], -1] = t
+        grew = values > newest
+        shift = rows[grew]
+        if len(shift):
+            for array in (self.offsets, self.first, self.last):
+                array[shift, :-1] = array[shift, 1:]
+            self.offsets[shift, -1] = values[grew]
+            self.first[shift, -1] = t
+            self.last[shift, -1] = t
+
+    def _reset(self, rows: np.ndarray, values: np.ndarray, t: np.float32) -> None:
+        """One sample, repeated across the row: no rate known yet."""
+        self.offsets[rows] = values[:, None]
+        self.first[rows] = t
+        self.last[rows] = t
+
+    def rows_of(self, topic_partitions: Iterable[TopicPartition]) -> np.ndarray:
+        """History row per topic-partition, -1 where never polled."""
+        get = self.index.get
+        return np.fromiter((get(tp, -1) for tp in topic_partitions), np.int64)
+
+    def lag(self, rows: np.ndarray, committed: np.ndarray, now: float) -> LagResult:
+        """Offset and time lag of committed offsets on the given history rows."""
+        lag = np.full(len(rows), np.nan)
+        seconds = np.full(len(rows), np.nan)
+        for start in range(0, len(rows), CHUNK):
+            block = slice(start, start + CHUNK)
+            self._lag_block(rows[block], committed[block], now, lag[block], seconds[block])
+        return LagResult(lag, seconds)
+
+    def _lag_block(
+        self,
+        rows: np.ndarray,
+        committed: np.ndarray,
+        now: float,
+        lag_out: np.ndarray,
+        seconds_out: np.ndarray,
+    ) -> None:
+        known = rows >= 0
+        if not known.any() or self.epoch is None:
+            return
+        r, c = rows[known], committed[known]
+        offsets = self.offsets[r]
+        first = self.first[r].astype(np.float64)
+        last = self.last[r].astype(np.float64)
+        elapsed = now - self.epoch
+        latest = offsets[:, -1]
+        lag = np.maximum(latest - c, 0)
+        # j: the newest sample at or below c (-1: c is older than the whole history).
+        j = (offsets <= c[:, None]).sum(axis=1) - 1
+        seconds = np.zeros(len(r))
+        between = (j >= 0) & (j < self.depth - 1)
+        if between.any():
+            k = np.nonzero(between)[0]
+            jj = j[k]
+            o1, o2 = offsets[k, jj], offsets[k, jj + 1]
+            t1, t2 = last[k, jj], first[k, jj + 1]
+            seconds[k] = elapsed - (t1 + (c[k] - o1) / (o2 - o1) * (t2 - t1))
+        older = j < 0
+        if older.any():
+            k = np.nonzero(older)[0]
+            o0, t0 = offsets[k, 0], first[k, 0]
+            span_o = (latest[k] - o0).astype(np.float64)
+            span_t = first[k, -1] - t0
+            rate = np.divide(span_o, span_t, out=np.zeros(len(k)), where=span_t > 0)
+            behind = np.divide(
+                (o0 - c[k]).astype(np.float64), rate, out=np.zeros(len(k)), where=rate > 0
+            )
+            seconds[k] = elapsed - t0 + behind
+        lag_out[known] = lag
+        seconds_out[known] = np.maximum(seconds, 0.0)
+
+
+class LogEndPoller:
+    """Polls log-end offsets of many partitions with few requests (confluent-kafka).
+
+    `AdminClient.list_offsets` groups the partitions by leader and sends one ListOffsets
+    request per broker, so 500,000 partitions on 6 brokers cost 6 requests, not 500,000.
+    """
+
+    def __init__(self, config: Mapping[str, str], timeout_s: float = 30.0) -> None:
+        from confluent_kafka.admin import AdminClient
+
+        self.timeout_s = timeout_s
+        self.admin = AdminClient(dict(config))
+
+    def __call__(self, topic_partitions: list[TopicPartition]) -> dict[TopicPartition, int]:
+        """{(topic, partition): log-end offset}; partitions that failed are left out."""
+        from confluent_kafka import TopicPartition as KafkaTopicPartition
+        from confluent_kafka.admin import OffsetSpec
+
+        if not topic_partitions:
+            return {}
+        latest = OffsetSpec.latest()
+        request = {KafkaTopicPartition(t, p): latest for t, p in topic_partitions}
+        futures = self.admin.list_offsets(request, request_timeout=self.timeout_s)
+        out: dict[TopicPartition, int] = {}
+        failed = 0
+        for tp, future in futures.items():
+            try:
+                out[(tp.topic, tp.partition)] = future.result(timeout=self.timeout_s).offset
+            except Exception as exc:  # one missing topic must not hide the others
+                failed += 1
+                if failed == 1:
+                    log.warning(
+                        "log-end offset of %s[%d] not read: %s", tp.topic, tp.partition, exc
+                    )
+        if failed > 1:
+            log.warning("log-end offsets of %d partitions not read", failed)
+        return out

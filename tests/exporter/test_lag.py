@@ -1,0 +1,117 @@
+"""Offset and time lag: the interpolation on log-end offset samples, and the poller
+against a real Kafka-protocol broker."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from services.exporter.lag import LogEndPoller, OffsetHistory
+
+TP = ("orders", 0)
+
+
+def history(samples: list[tuple[int, float]], depth: int = 5) -> OffsetHistory:
+    h = OffsetHistory(depth)
+    for offset, t in samples:
+        h.record({TP: offset}, t)
+    return h
+
+
+def lag_of(h: OffsetHistory, committed: int, now: float) -> tuple[float, float]:
+    result = h.lag(h.rows_of([TP]), np.array([committed]), now)
+    return float(result.lag[0]), float(result.seconds[0])
+
+
+def test_interpolates_between_the_samples_that_bracket_the_committed_offset() -> None:
+    h = history([(100, 1000.0), (200, 1010.0), (400, 1020.0)])
+    # offset 300 was appended halfway between t=1010 (LEO 200) and t=1020 (LEO 400)
+    assert lag_of(h, 300, now=1030.0) == (100.0, 15.0)
+    assert lag_of(h, 200, now=1030.0) == (200.0, 20.0)
+
+
+def test_caught_up_is_zero_and_a_commit_ahead_of_the_sample_is_not_negative() -> None:
+    h = history([(100, 1000.0), (200, 1010.0)])
+    assert lag_of(h, 200, now=1050.0) == (0.0, 0.0)
+    assert lag_of(h, 250, now=1050.0) == (0.0, 0.0)
+
+
+def test_a_flat_log_advances_the_newest_sample_instead_of_adding_one() -> None:
+    h = history([(100, 1000.0), (200, 1010.0), (200, 1100.0), (200, 1200.0)])
+    # the log ended at 100 until t=1000 and at 200 from t=1010 (seen until t=1200):
+    # 150 was appended halfway between 1000 and 1010
+    assert lag_of(h, 150, now=1300.0) == (50.0, 295.0)
+    assert h.offsets[0].tolist() == [100, 100, 100, 100, 200]
+    assert h.first[0, -1] + h.epoch == 1010.0
+    assert h.last[0, -1] + h.epoch == 1200.0
+    # and a commit at 200 is caught up, however long the log stayed there
+    assert lag_of(h, 200, now=1300.0) == (0.0, 0.0)
+
+
+def test_older_than_the_history_extrapolates_at_the_average_rate() -> None:
+    h = history([(1000, 1000.0), (1100, 1010.0), (1200, 1020.0)])  # 10 records/s
+    offset_lag, seconds = lag_of(h, 900, now=1020.0)
+    assert offset_lag == 300.0
+    assert seconds == pytest.approx(30.0)  # 100 records before t=1000 at 10/s
+
+
+def test_one_sample_gives_the_history_age_as_a_lower_bound() -> None:
+    h = history([(500, 1000.0)])
+    assert lag_of(h, 400, now=1060.0) == (100.0, 60.0)
+
+
+def test_a_log_that_shrank_starts_a_new_history() -> None:
+    h = history([(100, 1000.0), (200, 1010.0), (5, 1020.0)])
+    assert h.offsets[0].tolist() == [5] * 5
+    assert h.first[0].tolist() == [20.0] * 5
+    assert lag_of(h, 0, now=1030.0) == (5.0, 10.0)
+
+
+def test_unknown_partitions_have_no_lag() -> None:
+    h = history([(100, 1000.0)])
+    result = h.lag(np.array([-1, 0]), np.array([10, 10]), 1000.0)
+    assert math.isnan(result.lag[0]) and math.isnan(result.seconds[0])
+    assert result.lag[1] == 90.0
+
+
+def test_vectorized_over_many_partitions_equals_one_by_one() -> None:
+    rng = np.random.default_rng(7)
+    tps = [("t", p) for p in range(300)]
+    h = OffsetHistory(6)
+    leo = rng.integers(0, 50, len(tps))
+    for step in range(10):
+        leo = leo + rng.integers(0, 30, len(tps)) * (rng.random(len(tps)) < 0.7)
+        h.record({tp: int(o) for tp, o in zip(tps, leo, strict=True)}, 1000.0 + 5 * step)
+    committed = np.maximum(leo - rng.integers(0, 400, len(tps)), 0)
+    rows = h.rows_of(tps)
+    together = h.lag(rows, committed, 1100.0)
+    for i in range(len(tps)):
+        alone = h.lag(rows[i : i + 1], committed[i : i + 1], 1100.0)
+        assert together.lag[i] == alone.lag[0]
+        assert together.seconds[i] == pytest.approx(alone.seconds[0])
+    assert (together.seconds >= 0).all()
+
+
+def test_history_needs_two_samples() -> None:
+    with pytest.raises(ValueError, match="at least 2"):
+        OffsetHistory(1)
+
+
+def test_poller_reads_log_end_offsets_from_a_real_broker(kafka_broker) -> None:
+    from confluent_kafka import Producer
+
+    topic = kafka_broker.create_topic(partitions=3)
+    producer = Producer(
+        {"bootstrap.servers": kafka_broker.bootstrap_servers, "batch.num.messages": 1}
+    )
+    for i in range(7):
+        producer.produce(topic, b"x", partition=i % 2)
+        producer.flush(10)
+    poller = LogEndPoller({"bootstrap.servers": kafka_broker.bootstrap_servers})
+    got = poller([(topic, 0), (topic, 1), (topic, 2), ("no-such-topic-xyz", 0)])
+    assert got[(topic, 0)] == 4
+    assert got[(topic, 1)] == 3
+    assert got[(topic, 2)] == 0
+    assert ("no-such-topic-xyz", 0) not in got
