@@ -22,10 +22,10 @@ from sqlalchemy.exc import DBAPIError
 from services.store.errors import StoreUnavailableError
 
 GROUPS = """
-SELECT g.name, g.type, extract(epoch FROM g.deleted_at), g.commits_total,
-    extract(epoch FROM g.last_commit_timestamp),
+SELECT g.name, g.type, extract(epoch FROM g.deleted_at)::float8, g.commits_total,
+    extract(epoch FROM g.last_commit_timestamp)::float8,
     l.generation, l.protocol_type, l.assignor, l.member_count, l.state, l.partition_count,
-    extract(epoch FROM l.time)
+    extract(epoch FROM l.time)::float8
 FROM groups g
 LEFT JOIN (
     SELECT DISTINCT ON (group_name) *
@@ -43,7 +43,7 @@ GROUP BY group_name
 """
 
 LAST_REBALANCES = """
-SELECT DISTINCT ON (r.group_name) r.group_name, extract(epoch FROM r.time),
+SELECT DISTINCT ON (r.group_name) r.group_name, extract(epoch FROM r.time)::float8,
     r.partitions_moved, r.baseline_moves, t.partition_count
 FROM rebalances r
 JOIN generations t ON t.id = r.to_generation_pk
@@ -55,9 +55,9 @@ SELECT coalesce(category, reason), count(*) FROM decode_failures GROUP BY 1 ORDE
 """
 
 PIPELINE = """
-SELECT source, batches_total, records_total, extract(epoch FROM last_batch_time),
+SELECT source, batches_total, records_total, extract(epoch FROM last_batch_time)::float8,
     last_batch_seconds, input_rows_per_second, processed_rows_per_second, records_behind,
-    caught_up, extract(epoch FROM updated_at)
+    caught_up, extract(epoch FROM updated_at)::float8
 FROM pipeline_status
 ORDER BY source
 """

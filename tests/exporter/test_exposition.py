@@ -1,0 +1,239 @@
+"""The exporter's metrics from a real history store, parsed back with prometheus-client's
+own parser: every value is one the store's rows imply."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+from sqlalchemy import Engine
+
+from services.exporter.catalogue import BY_NAME, METRICS
+from services.exporter.exposition import ExporterStats, Options, render
+from services.exporter.lag import LagResult
+from services.exporter.snapshot import read_snapshot
+from services.store.batch import (
+    BatchHealth,
+    DecodeFailure,
+    GroupEvent,
+    OffsetCommit,
+    PipelineReport,
+)
+from services.store.repository import HistoryStore
+from tests.fixtures.batches import SOURCE, batch, churn, generation, member
+
+NOW = datetime.now(UTC).replace(microsecond=0)
+
+
+def ago(minutes: float) -> datetime:
+    return NOW - timedelta(minutes=minutes)
+
+
+def commit(group: str, partition: int, offset: int | None, source_offset: int, commits: int = 1):
+    return OffsetCommit(
+        group=group,
+        topic="orders",
+        partition=partition,
+        offset=offset,
+        source_partition=7,
+        source_offset=source_offset,
+        commit_time=ago(1),
+        commits=commits,
+    )
+
+
+@pytest.fixture
+def seeded(store_engine: Engine) -> Engine:
+    store = HistoryStore(store_engine)
+    two = [member("a-1", {"orders": [0, 1]}), member("b-1", {"orders": [2, 3]})]
+    swapped = [member("a-1", {"orders": [0, 2]}), member("b-1", {"orders": [1, 3]})]
+    crash = [
+        generation(
+            g,
+            100 + g,
+            two,
+            group="crashy",
+            time=ago(8 - g),
+            churn=churn(g - 1, 99 + g, moved=4, baseline=0, minimum=0) if g > 1 else None,
+        )
+        for g in range(1, 8)
+    ]  # seven generations within 7 minutes: six rebalances
+    store.write_batch(
+        batch(
+            1,
+            time=ago(30),
+            generations=[
+                generation(1, 10, two, time=ago(60)),
+                generation(
+                    2, 11, swapped, time=ago(50), churn=churn(1, 10, moved=2, baseline=1, minimum=1)
+                ),
+                generation(
+                    3, 12, two, time=ago(40), churn=churn(2, 11, moved=2, baseline=2, minimum=1)
+                ),
+                generation(1, 20, [], group="idle", time=ago(90)),
+                *crash,
+            ],
+            offsets=[
+                commit("billing", 0, 40, 13, commits=5),
+                commit("billing", 1, 50, 14, commits=2),
+                commit("gone", 0, None, 15),
+            ],
+            group_events=[GroupEvent("gone", ago(5), 7, 16, type="classic", deleted=True)],
+            decode_failures=[
+                DecodeFailure(
+                    7, 17, "value: truncated at byte 12", b"k", b"v", category="value: truncated"
+                ),
+                DecodeFailure(
+                    7, 18, "value: truncated at byte 99", b"k", b"v", category="value: truncated"
+                ),
+                DecodeFailure(
+                    7, 19, "unknown record type 99", b"k", None, category="unknown record type"
+                ),
+            ],
+            health=BatchHealth(records=120, seconds=0.75),
+        )
+    )
+    # A replay of the same commits counts nothing twice; a new batch adds.
+    store.write_batch(batch(2, time=ago(20), offsets=[commit("billing", 0, 40, 13, commits=5)]))
+    store.write_batch(
+        batch(
+            3,
+            time=ago(10),
+            offsets=[commit("billing", 0, 45, 30, commits=3)],
+            health=BatchHealth(records=3, seconds=0.25),
+        )
+    )
+    store.report_status(PipelineReport(SOURCE, ago(0.5), True, 0, 1500.0, 9000.0))
+    return store_engine
+
+
+def scrape(engine: Engine, per_partition: bool = False, lag: bool = False) -> dict:
+    snapshot = read_snapshot(engine, 600, NOW)
+    result = None
+    if lag:
+        n = len(snapshot.offsets)
+        result = LagResult(np.full(n, 10.0), np.arange(n, dtype=float) + 1.5)
+    text, count = render(snapshot, result, ExporterStats(), Options(per_partition, 5))
+    samples = {}
+    for family in text_string_to_metric_families(text.decode()):
+        assert family.name.removesuffix("_total") in {
+            m.full_name.removesuffix("_total") for m in METRICS
+        }
+        for s in family.samples:
+            samples[(s.name, tuple(sorted(s.labels.items())))] = s.value
+    assert samples[("groupscope_exporter_series", ())] == count == len(samples)
+    return samples
+
+
+def value(samples: dict, name: str, **labels: str) -> float:
+    return samples[("groupscope_" + name, tuple(sorted(labels.items())))]
+
+
+def test_group_state_generation_and_members(seeded: Engine) -> None:
+    s = scrape(seeded)
+    info = {k[1]: v for k, v in s.items() if k[0] == "groupscope_group_info"}
+    states = {dict(labels)["group"]: dict(labels)["state"] for labels in info}
+    assert states == {"billing": "stable", "crashy": "stable", "idle": "empty", "gone": "dead"}
+    billing = next(dict(labels) for labels in info if dict(labels)["group"] == "billing")
+    assert billing == {
+        "group": "billing",
+        "type": "classic",
+        "protocol": "consumer",
+        "assignor": "range",
+        "state": "stable",
+    }
+    assert value(s, "group_generation", group="billing") == 3
+    assert value(s, "group_members", group="billing") == 2
+    assert value(s, "group_assigned_partitions", group="billing") == 4
+    assert value(s, "group_members", group="idle") == 0
+    assert value(s, "group_state_seconds", group="billing") == pytest.approx(40 * 60, abs=5)
+
+
+def test_rebalances_moves_churn_and_storm(seeded: Engine) -> None:
+    s = scrape(seeded)
+    assert value(s, "group_rebalances_total", group="billing") == 2
+    assert value(s, "group_partition_moves_total", group="billing", kind="actual") == 4
+    assert value(s, "group_partition_moves_total", group="billing", kind="baseline") == 3
+    assert value(s, "group_partition_moves_total", group="billing", kind="minimum") == 2
+    assert value(s, "group_last_churn_ratio", group="billing") == 0.5  # 2 of 4 moved
+    assert value(s, "group_last_excess_moves", group="billing") == 0
+    assert value(s, "group_last_excess_moves", group="crashy") == 4
+    # billing's rebalances are 40-50 minutes old: outside the 10-minute window
+    assert value(s, "group_rebalances_in_storm_window", group="billing") == 0
+    assert value(s, "group_storm", group="billing") == 0
+    assert value(s, "group_rebalances_in_storm_window", group="crashy") == 6
+    assert value(s, "group_storm", group="crashy") == 1
+    assert value(s, "group_seconds_since_last_rebalance", group="crashy") == pytest.approx(
+        60, abs=5
+    )
+    assert value(s, "group_last_rebalance_timestamp_seconds", group="crashy") == (
+        ago(1).timestamp()
+    )
+
+
+def test_commits_count_superseded_ones_once(seeded: Engine) -> None:
+    s = scrape(seeded)
+    assert value(s, "group_commits_total", group="billing") == 5 + 2 + 3
+    assert value(s, "committed_offset", group="billing", topic="orders") == 45 + 50
+    assert value(s, "group_seconds_since_last_commit", group="billing") == pytest.approx(60, abs=5)
+    assert ("groupscope_committed_offset", (("group", "gone"), ("topic", "orders"))) not in s
+
+
+def test_failures_by_category_and_pipeline_health(seeded: Engine) -> None:
+    s = scrape(seeded)
+    assert value(s, "decode_failures_total", reason="value: truncated") == 2
+    assert value(s, "decode_failures_total", reason="unknown record type") == 1
+    assert value(s, "pipeline_batches_total", source=SOURCE) == 2
+    assert value(s, "pipeline_records_total", source=SOURCE) == 123
+    assert value(s, "pipeline_batch_duration_seconds", source=SOURCE) == 0.25
+    assert value(s, "pipeline_caught_up", source=SOURCE) == 1
+    assert value(s, "pipeline_records_behind", source=SOURCE) == 0
+    assert value(s, "pipeline_input_records_per_second", source=SOURCE) == 1500
+    assert value(s, "pipeline_processed_records_per_second", source=SOURCE) == 9000
+    assert value(s, "pipeline_status_age_seconds", source=SOURCE) == pytest.approx(30, abs=5)
+
+
+def test_lag_sums_per_topic_and_partitions_only_behind_the_flag(seeded: Engine) -> None:
+    s = scrape(seeded, lag=True)
+    assert value(s, "lag", group="billing", topic="orders") == 20
+    assert value(s, "lag_seconds", group="billing", topic="orders") == 2.5  # the larger one
+    assert not any(k[0].startswith("groupscope_partition_") for k in s)
+    s = scrape(seeded, per_partition=True, lag=True)
+    assert value(s, "partition_lag", group="billing", topic="orders", partition="1") == 10
+    assert (
+        value(s, "partition_committed_offset", group="billing", topic="orders", partition="0") == 45
+    )
+
+
+def test_no_member_ids_in_labels(seeded: Engine) -> None:
+    s = scrape(seeded, per_partition=True, lag=True)
+    label_names = {name for _, labels in s for name, _ in labels}
+    assert label_names <= {
+        "group",
+        "topic",
+        "partition",
+        "kind",
+        "reason",
+        "source",
+        "type",
+        "protocol",
+        "assignor",
+        "state",
+    }
+    assert not any("a-1" in v for _, labels in s for _, v in labels)
+
+
+def test_label_values_are_escaped() -> None:
+    from services.exporter.exposition import labels
+
+    text = "odd" + labels(group='a"b\\c\nd') + " 1\n"
+    [family] = text_string_to_metric_families(text)
+    assert family.samples[0].labels == {"group": 'a"b\\c\nd'}
+
+
+def test_catalogue_names_are_unique_and_prefixed() -> None:
+    assert len(BY_NAME) == len(METRICS)
+    assert all(m.full_name.startswith("groupscope_") for m in METRICS)
+    assert all(m.name.endswith("_total") == (m.kind == "counter") for m in METRICS)
