@@ -24,6 +24,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "services.postmortem.commands",
     "services.simulator.commands",
     "services.exporter.commands",
+    "services.workload.commands",
 )
 
 
