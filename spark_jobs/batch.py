@@ -76,10 +76,15 @@ def snapshot_of(latest: LatestGeneration) -> Snapshot:
     return Snapshot(latest.generation, position, assignment, topics, latest.assignor)
 
 
+def bounded(reason: str) -> str:
+    """A reason without its numbers (offsets, lengths, type ids), for counting by label."""
+    return re.sub(r" \d+\b", "", reason)
+
+
 def failure_reason(exc: DecodeError) -> str:
     """A short, bounded label for counting: what failed, without offsets or lengths."""
     reason = exc.reason.split(":")[0].split(" ")[0:3]
-    return f"{exc.message or 'record'}: {' '.join(reason)}"
+    return bounded(f"{exc.message or 'record'}: {' '.join(reason)}")
 
 
 def _commit(row: dict[str, Any]) -> OffsetCommit:
@@ -239,8 +244,9 @@ class BatchProcessor:
                 continue
             kind = record["record_type"]
             if kind == "unknown":
-                category = re.sub(r" \d+", "", record["reason"])  # bounded: no numbers
-                failures.append(self._failure(row, record["reason"], category, stats))
+                failures.append(
+                    self._failure(row, record["reason"], bounded(record["reason"]), stats)
+                )
                 continue
             key = record["key"]
             self._check_partition(key.get("group", key.get("group_id")), position.partition)

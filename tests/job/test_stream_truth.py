@@ -181,6 +181,46 @@ def test_bad_records_are_stored_and_the_good_ones_land(streamed) -> None:
     assert late == 77
 
 
+def test_pipeline_health_commit_counts_and_states_are_recorded(streamed, capture: Path) -> None:
+    engine, _ = streamed
+    records = pq.read_table(capture / "records", columns=["key"]).column("key").to_pylist()
+    commits: dict[str, int] = {}
+    for key in records:
+        if int.from_bytes(key[:2], "big") in (0, 1):
+            group = key[4 : 4 + int.from_bytes(key[2:4], "big")].decode()
+            commits[group] = commits.get(group, 0) + 1
+    with engine.connect() as conn:
+        status = conn.execute(
+            text(
+                "SELECT records_total, batches_total, caught_up, records_behind, "
+                "last_batch_seconds FROM pipeline_status"
+            )
+        ).one()
+        stored = dict(
+            conn.execute(
+                text("SELECT name, commits_total FROM groups WHERE commits_total > 0")
+            ).all()
+        )
+        states = dict(
+            conn.execute(text("SELECT state, count(*) FROM generations GROUP BY state")).all()
+        )
+        categories = {r[0] for r in conn.execute(text("SELECT category FROM decode_failures"))}
+    assert status.records_total == len(records)
+    assert status.batches_total >= 2 and status.caught_up and status.records_behind == 0
+    assert status.last_batch_seconds > 0
+    # every offset commit record counted once, the ones superseded within a batch too
+    # (the truncated 'late' commit failed to decode, so it is not a commit)
+    commits["late"] -= 1
+    assert stored == commits
+    assert {"stable", "rebalancing"} <= states.keys() <= {"stable", "empty", "rebalancing"}
+    # without the type id, offsets or lengths: a bounded label set
+    assert categories == {
+        "GroupMetadataKey v0: length exceeds",
+        "OffsetCommitValue v3: truncated",
+        "unknown record type",
+    }
+
+
 def table_contents(engine: Engine) -> dict[str, list]:
     """What a run leaves behind, without the ids and times that differ between runs."""
     queries = {
