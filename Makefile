@@ -4,9 +4,27 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup demo test lint format bench clean
+# Debian packages: Prometheus (promtool too) for the rules and dashboard tests, and a C
+# compiler for the codec's optional accelerator. Installed when missing and we may
+# (root, or sudo without a password); otherwise those tests skip and say why.
+APT_PACKAGES := prometheus:prometheus gcc:gcc
+
+.PHONY: setup system-deps demo test lint format bench clean
+
+system-deps:
+	@missing=""; for pair in $(APT_PACKAGES); do \
+	  command -v "$${pair#*:}" >/dev/null 2>&1 || missing="$$missing $${pair%%:*}"; done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then sudo=""; \
+	  elif sudo -n true 2>/dev/null; then sudo="sudo -n"; \
+	  else echo "not installed:$$missing (apt-get install them to run every test)"; exit 0; fi; \
+	  echo "installing:$$missing"; \
+	  $$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+	    $$sudo apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	fi
 
 $(STAMP): pyproject.toml
+	@$(MAKE) --no-print-directory system-deps
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
@@ -17,7 +35,7 @@ setup: $(STAMP)
 demo: setup
 	$(BIN)/groupscope demo
 
-test: setup lint
+test: setup system-deps lint
 	$(BIN)/python -m pytest
 
 lint: setup

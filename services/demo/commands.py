@@ -1,113 +1,69 @@
-"""`groupscope demo`: what groupscope sees in a bundled capture of `__consumer_offsets`.
-
-Until the streaming job lands, the demo decodes the bundled sample with the codec and
-prints what an operator would look at first: record types, each group's coordinator
-partition (checked against where its records were), the latest generation of each
-group with its members and assignment, and the records that failed to decode.
-"""
+"""`groupscope demo`: the whole system on the simulator, or the codec on a sample."""
 
 from __future__ import annotations
 
 import argparse
-import json
-from collections import Counter
-from importlib import resources
+import os
 from pathlib import Path
-from typing import Any
 
 EPILOG = """\
+what it does (about a minute; Spark's start-up is most of it):
+  1. starts an embedded PostgreSQL in .groupscope/demo/pg (fresh each run)
+  2. simulates the `mixed` scenario ending now: a cooperative-sticky group, a range
+     group through a rolling restart, a crash-loop storm and a KIP-848 group
+  3. runs the streaming job over it until caught up
+  4. starts the exporter on --port
+  5. prints the storm, each rebalance's churn against Kafka's sticky assignor and the
+     minimum, the storm group's timeline, and the metrics URL
+
 examples:
-  groupscope demo                                   # the bundled sample
-  groupscope demo --input capture.jsonl             # your own capture (groupscope decode input)
-  groupscope demo --partitions 100                  # a cluster with 100 offsets partitions
+  groupscope demo                        # the whole system, then exit
+  groupscope demo --serve                # ... and keep the exporter up for Prometheus
+  groupscope demo --sample               # just decode the bundled capture (no Spark)
+  groupscope demo --sample --input capture.jsonl --partitions 100
 """
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    from services.store.options import add_database_url_argument
+
     parser = subparsers.add_parser(
         "demo",
-        help="decode a bundled __consumer_offsets capture and summarise its groups",
-        description=__doc__.split("\n\n")[1],
+        help="run the whole system on a simulated cluster and show what it finds",
+        description="Simulate a cluster's __consumer_offsets with a rebalance storm, run "
+        "the streaming job and the exporter over it, and print what an operator would "
+        "look at first.",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--input", type=Path, help="JSON Lines capture (default: bundled)")
-    parser.add_argument("--partitions", type=int, default=50, help="offsets.topic.num.partitions")
+    parser.add_argument(
+        "--serve", action="store_true", help="keep the exporter serving until Ctrl-C"
+    )
+    parser.add_argument("--port", type=int, default=9308, help="exporter port (default 9308)")
+    parser.add_argument("--host", default="127.0.0.1", help="exporter address (127.0.0.1)")
+    parser.add_argument("--seed", type=int, default=7, help="the simulation's seed (7)")
+    parser.add_argument(
+        "--workdir",
+        type=Path,
+        default=Path(os.environ.get("GROUPSCOPE_DATA_DIR", ".groupscope")) / "demo",
+        help="where the demo keeps its database, capture and checkpoint (default .groupscope/demo)",
+    )
+    add_database_url_argument(parser)
+    sample = parser.add_argument_group("codec only")
+    sample.add_argument(
+        "--sample", action="store_true", help="decode a capture with the codec only"
+    )
+    sample.add_argument("--input", type=Path, help="JSON Lines capture (default: bundled)")
+    sample.add_argument("--partitions", type=int, default=50, help="offsets.topic.num.partitions")
     parser.set_defaults(func=run)
 
 
-def _partitions(assignment: dict[str, Any]) -> str:
-    parts = assignment.get("assigned_partitions") or []
-    return ", ".join(f"{tp['topic']}-{p}" for tp in parts for p in tp["partitions"]) or "-"
-
-
 def run(args: argparse.Namespace) -> int:
-    from services.cli import UsageError
-    from services.codec import DecodeError, partition_for
-    from services.codec.commands import decode_line
-    from services.postmortem.render import table
+    if args.sample or args.input:
+        from services.demo.sample import run as run_sample
 
-    if args.partitions <= 0:
-        raise UsageError(f"--partitions must be positive, got {args.partitions}")
-    if args.input:
-        try:
-            lines = args.input.read_text().splitlines()
-        except OSError as exc:
-            raise UsageError(f"cannot read {args.input}: {exc.strerror}") from None
-    else:
-        sample = resources.files("services.demo") / "data" / "consumer-offsets.jsonl"
-        lines = sample.read_text().splitlines()
+        return run_sample(args)
+    from services.demo.walkthrough import run as run_walkthrough
+    from services.store.options import store_command
 
-    types: Counter[str] = Counter()
-    groups: dict[str, dict[str, Any]] = {}
-    failures: list[list[Any]] = []
-    for number, line in enumerate(lines, start=1):
-        try:
-            record = decode_line(line, "hex")
-        except (ValueError, DecodeError) as exc:
-            failures.append([number, json.loads(line).get("offset", "?"), exc])
-            continue
-        types[record["record_type"]] += 1
-        if record["record_type"] == "unknown":
-            continue
-        name = record["key"].get("group", record["key"].get("group_id"))
-        group = groups.setdefault(name, {"partitions": set(), "latest": None, "kind": "classic"})
-        group["partitions"].add(record.get("partition"))
-        if record["record_type"].startswith("consumer_group"):
-            group["kind"] = "consumer (KIP-848)"
-        if record["record_type"] in ("group_metadata", "consumer_group_metadata"):
-            group["latest"] = record
-
-    print(f"Decoded {sum(types.values())} records, {len(failures)} failed.\n")
-    print(table(["record type", "count"], sorted(types.items())))
-    rows = []
-    for name, g in sorted(groups.items()):
-        expected = partition_for(name, args.partitions)
-        seen = sorted(p for p in g["partitions"] if p is not None)
-        check = "ok" if seen in ([], [expected]) else f"MISMATCH: found in {seen}"
-        latest = g["latest"]
-        if latest is None:
-            state = "offsets only"
-        elif latest["tombstone"]:
-            state = "deleted"
-        elif latest["record_type"] == "group_metadata":
-            v = latest["value"]
-            state = f"generation {v['generation']}, {len(v['members'])} members, {v['protocol']}"
-        else:
-            state = f"group epoch {latest['value']['epoch']}"
-        rows.append([name, g["kind"], expected, check, state])
-    print("\nGroups")
-    print(table(["group", "type", "coordinator partition", "check", "latest"], rows))
-    for name, g in sorted(groups.items()):
-        latest = g["latest"]
-        if latest and latest["record_type"] == "group_metadata" and not latest["tombstone"]:
-            members = [
-                [m["member_id"], m["client_id"], m["client_host"], _partitions(m["assignment"])]
-                for m in latest["value"]["members"]
-            ]
-            print(f"\n{name}: generation {latest['value']['generation']}")
-            print(table(["member", "client", "host", "assigned"], members))
-    if failures:
-        print("\nRecords that failed to decode (counted and skipped)")
-        print(table(["line", "offset", "reason"], failures))
-    return 0
+    return store_command(run_walkthrough)(args)

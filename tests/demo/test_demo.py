@@ -6,7 +6,7 @@ from services.cli import main
 
 
 def test_demo_summarises_the_bundled_sample(capsys) -> None:
-    assert main(["demo"]) == 0
+    assert main(["demo", "--sample"]) == 0
     out = capsys.readouterr().out
     assert "Decoded 23 records, 1 failed." in out
     assert "payments: generation 2" in out
@@ -17,7 +17,7 @@ def test_demo_summarises_the_bundled_sample(capsys) -> None:
 
 def test_demo_reports_a_wrong_partition_count(capsys) -> None:
     """Records sit in partition_for(group, 50); assuming 49 partitions must be flagged."""
-    assert main(["demo", "--partitions", "49"]) == 0
+    assert main(["demo", "--sample", "--partitions", "49"]) == 0
     assert "MISMATCH" in capsys.readouterr().out
 
 
