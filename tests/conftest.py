@@ -1,3 +1,8 @@
 """Shared test configuration: fixture plugins live in tests/fixtures/."""
 
-pytest_plugins = ["tests.fixtures.spark", "tests.fixtures.postgres", "tests.fixtures.kafka"]
+pytest_plugins = [
+    "tests.fixtures.spark",
+    "tests.fixtures.postgres",
+    "tests.fixtures.kafka",
+    "tests.fixtures.prometheus",
+]

@@ -1,0 +1,203 @@
+"""Helpers for the dashboard tests: the dashboards' queries, Grafana's variable and macro
+substitution, PromQL metric names, and a reader for the simple YAML of the provisioning
+files (the project has no YAML library; these files use block mappings and lists only).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+DASHBOARDS = ROOT / "dashboards"
+RULES = DASHBOARDS / "prometheus" / "rules.yml"
+RULES_TEST = DASHBOARDS / "prometheus" / "rules.test.yml"
+PROMETHEUS_CONFIG = DASHBOARDS / "prometheus" / "prometheus.yml"
+GRAFANA = DASHBOARDS / "grafana"
+DASHBOARD_FILES = sorted((GRAFANA / "dashboards").glob("*.json"))
+DATASOURCES = GRAFANA / "provisioning" / "datasources" / "groupscope.yml"
+PROVIDERS = GRAFANA / "provisioning" / "dashboards" / "groupscope.yml"
+
+# What Grafana substitutes for the range and interval variables in the tests: the data
+# of an end-to-end run spans well under an hour, scraped every second.
+PROMQL_BUILTINS = {"__rate_interval": "30s", "__interval": "5s", "__range": "1h"}
+
+
+@dataclass(frozen=True)
+class Query:
+    """One query of a dashboard: a panel target or an annotation."""
+
+    dashboard: str
+    panel: str
+    ref: str
+    datasource: dict[str, str]
+    text: str  # PromQL expr or raw SQL
+    fmt: str | None = None
+
+    @property
+    def is_sql(self) -> bool:
+        return self.datasource.get("uid") == "groupscope-postgres"
+
+    def __str__(self) -> str:
+        return f"{self.dashboard} / {self.panel} / {self.ref}"
+
+
+def load(path: Path) -> dict[str, Any]:
+    return json.loads(path.read_text())
+
+
+def dashboards() -> dict[str, dict[str, Any]]:
+    return {path.name: load(path) for path in DASHBOARD_FILES}
+
+
+def all_panels(dashboard: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """Every panel, including those nested in collapsed rows."""
+    for panel in dashboard["panels"]:
+        yield panel
+        yield from panel.get("panels", [])
+
+
+def queries(name: str, dashboard: dict[str, Any]) -> Iterator[Query]:
+    for panel in all_panels(dashboard):
+        for target in panel.get("targets", []):
+            ds = target.get("datasource") or panel["datasource"]
+            text = target.get("expr") if "expr" in target else target.get("rawSql")
+            yield Query(name, panel["title"], target["refId"], ds, text, target.get("format"))
+    for annotation in dashboard.get("annotations", {}).get("list", []):
+        target = annotation.get("target")
+        if target and target.get("rawSql"):
+            yield Query(
+                name, f"annotation {annotation['name']}", target["refId"],
+                annotation["datasource"], target["rawSql"], target.get("format"),
+            )  # fmt: skip
+
+
+def every_query() -> list[Query]:
+    return [q for name, d in dashboards().items() for q in queries(name, d)]
+
+
+# --- variables --------------------------------------------------------------------------
+VARIABLE = re.compile(r"\$(?:\{(\w+)(?::(\w+))?\}|(\w+))")
+
+
+def variables_used(text: str) -> set[str]:
+    """Names of the $var, ${var} and ${var:format} references in `text`."""
+    return {m.group(1) or m.group(3) for m in VARIABLE.finditer(text)}
+
+
+def substitute_promql(expr: str, values: dict[str, str]) -> str:
+    """Grafana's interpolation of a Prometheus query: one value per variable (a regex
+    matcher takes a single value as it is; these test values have no regex characters)."""
+
+    def replace(m: re.Match) -> str:
+        name = m.group(1) or m.group(3)
+        if name in PROMQL_BUILTINS:
+            return PROMQL_BUILTINS[name]
+        return values[name]
+
+    return VARIABLE.sub(replace, expr)
+
+
+def _sql_literal(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
+def substitute_sql(sql: str, values: dict[str, list[str]], start: str, end: str) -> str:
+    """Grafana's interpolation of a PostgreSQL query: the time macros over [start, end]
+    (ISO 8601) and variables (`${v:sqlstring}` quotes and joins the values)."""
+    sql = re.sub(r"\$__timeFilter\((\w+)\)", rf"\1 BETWEEN '{start}' AND '{end}'", sql)
+    sql = sql.replace("$__timeFrom()", f"'{start}'").replace("$__timeTo()", f"'{end}'")
+    if "$__" in sql:
+        raise AssertionError(f"a Grafana macro the tests do not know: {sql}")
+
+    def replace(m: re.Match) -> str:
+        name, fmt = m.group(1) or m.group(3), m.group(2)
+        if fmt != "sqlstring":
+            raise AssertionError(f"use ${{{name}:sqlstring}} in SQL, not {m.group(0)}")
+        return ",".join(_sql_literal(v) for v in values[name])
+
+    return VARIABLE.sub(replace, sql)
+
+
+# --- PromQL -----------------------------------------------------------------------------
+PROMQL_KEYWORDS = {"and", "or", "unless", "bool", "offset", "inf", "nan"}
+
+
+def metric_names(expr: str) -> set[str]:
+    """The metric names an expression selects (not its functions, labels or keywords)."""
+    s = re.sub(r'"(?:[^"\\]|\\.)*"', '""', expr)  # string literals
+    s = re.sub(r"\{[^}]*\}", " ", s)  # label matchers
+    s = re.sub(r"\[[^\]]*\]", " ", s)  # ranges and subqueries
+    s = re.sub(r"\b(?:by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)", " ", s)
+    names = set()
+    for m in re.finditer(r"(?<![\w:.])[A-Za-z_:][\w:]*", s):
+        if s[m.end() :].lstrip().startswith("("):  # a function or an aggregation
+            continue
+        if m.group().lower() not in PROMQL_KEYWORDS:
+            names.add(m.group())
+    return names
+
+
+# --- simple YAML ------------------------------------------------------------------------
+def _scalar(text: str) -> Any:
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
+        return text[1:-1]
+    if text in ("true", "false"):
+        return text == "true"
+    if re.fullmatch(r"-?\d+", text):
+        return int(text)
+    if text[0] in "[{|>&*!":
+        raise ValueError(f"unsupported YAML: {text!r}")
+    return text
+
+
+def _block(lines: list[tuple[int, str]], i: int, indent: int) -> tuple[Any, int]:
+    if lines[i][1].startswith("- "):
+        items = []
+        while i < len(lines) and lines[i][0] == indent and lines[i][1].startswith("- "):
+            rest = lines[i][1][2:].lstrip()
+            if re.match(r"[\w.-]+:(\s|$)", rest):  # "- key: value" opens a mapping
+                inner = indent + len(lines[i][1]) - len(rest)
+                lines[i] = (inner, rest)
+                value, i = _block(lines, i, inner)
+            else:
+                value, i = _scalar(rest), i + 1
+            items.append(value)
+        return items, i
+    mapping: dict[str, Any] = {}
+    while i < len(lines) and lines[i][0] == indent and not lines[i][1].startswith("- "):
+        m = re.fullmatch(r"([\w.-]+):(?:\s+(.*))?", lines[i][1])
+        if not m:
+            raise ValueError(f"unsupported YAML line: {lines[i][1]!r}")
+        key, rest = m.group(1), m.group(2)
+        i += 1
+        if rest:
+            mapping[key] = _scalar(rest)
+        elif i < len(lines) and (
+            lines[i][0] > indent or (lines[i][0] == indent and lines[i][1].startswith("- "))
+        ):
+            mapping[key], i = _block(lines, i, lines[i][0])
+        else:
+            mapping[key] = None
+    return mapping, i
+
+
+def read_simple_yaml(text: str) -> Any:
+    """Block mappings, block lists and plain or quoted scalars; whole-line comments.
+    Anything else raises ValueError rather than being misread."""
+    lines = []
+    for raw in text.splitlines():
+        body = raw.strip()
+        if not body or body.startswith("#"):
+            continue
+        if " #" in body and "'" not in body and '"' not in body:
+            body = body.split(" #", 1)[0].rstrip()
+        lines.append((len(raw) - len(raw.lstrip(" ")), body))
+    value, i = _block(lines, 0, lines[0][0])
+    if i != len(lines):
+        raise ValueError(f"unsupported YAML from line: {lines[i][1]!r}")
+    return value
