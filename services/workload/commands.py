@@ -29,8 +29,8 @@ group in turn:
                each crash holds the group until --session-timeout: a small storm
 
 The first generations appear within seconds, the first step after --step-interval.
-Progress goes to stderr; SIGTERM or Ctrl-C stops every member cleanly and prints a
-summary on stdout.
+Progress goes to stderr. SIGTERM or Ctrl-C (or the end of --duration or --cycles)
+stops every member cleanly and prints a summary on stdout.
 
 examples:
   groupscope workload --bootstrap-servers localhost:9094
@@ -136,6 +136,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="stop after this long, e.g. 10m (default: run until SIGTERM or Ctrl-C)",
     )
     parser.add_argument(
+        "--cycles",
+        type=int,
+        metavar="N",
+        help="stop after N cycles of the schedule (default: run until stopped)",
+    )
+    parser.add_argument(
         "--progress-interval",
         default="15s",
         metavar="D",
@@ -183,6 +189,8 @@ def build_config(args: argparse.Namespace) -> WorkloadConfig:
             raise UsageError(f"{flag} must be at least 1")
     if args.crashes < 1:
         raise UsageError("--crashes must be at least 1")
+    if args.cycles is not None and args.cycles < 1:
+        raise UsageError("--cycles must be at least 1")
     if args.replication_factor == 0 or args.replication_factor < -1:
         raise UsageError("--replication-factor must be at least 1 (or -1: the broker's default)")
     if args.rate <= 0:
@@ -209,6 +217,7 @@ def build_config(args: argparse.Namespace) -> WorkloadConfig:
         duration_s=None if args.duration is None else _seconds(args.duration, "--duration"),
         session_timeout_ms=int(_seconds(args.session_timeout, "--session-timeout") * 1000),
         crashes=args.crashes,
+        cycles=args.cycles,
         join_timeout_s=_seconds(args.join_timeout, "--join-timeout"),
         progress_interval_s=_seconds(args.progress_interval, "--progress-interval"),
         kafka_config=kafka_config(args),

@@ -6,8 +6,9 @@ from dataclasses import dataclass, field
 
 CLASSIC_ASSIGNORS = ("range", "roundrobin", "cooperative-sticky")
 STEP_KINDS = ("scale-up", "restart", "crash-loop", "scale-down")
-# One cycle of the schedule. Step i goes to group i mod (number of groups); with seven
-# steps and two or three groups, every group meets every kind of step within a few cycles.
+# One cycle of the schedule. Step i (over all cycles) goes to group i mod (number of
+# groups); with seven steps and one to three groups, every group meets every kind of step
+# within as many cycles as there are groups.
 DEFAULT_STEPS = (
     "scale-up",
     "restart",
@@ -55,6 +56,7 @@ class WorkloadConfig:
     step_interval_s: float = 30.0
     steps: tuple[str, ...] = DEFAULT_STEPS
     duration_s: float | None = None
+    cycles: int | None = None  # stop after this many cycles of the schedule
     session_timeout_ms: int = 10_000
     crashes: int = 3
     crash_uptime_s: float = 3.0

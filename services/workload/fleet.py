@@ -29,6 +29,7 @@ class MemberHandle:
     joined: bool = False  # has had an assignment callback
     owned: int = 0  # partitions owned after the last callback
     leaving: bool = False  # asked to stop, or killed
+    stopped: bool = False  # reported a clean close (a SIGTERM, maybe from outside)
     closed: bool = False  # its pipe has closed: the process has ended
 
 
@@ -138,6 +139,8 @@ class GroupFleet:
             s.commits += 1
         elif kind == "commit_failed":
             s.commit_failures += 1
+        elif kind == "stopped":
+            handle.stopped = True
         elif kind == "error":
             s.errors += 1
             if values[0] not in self.errors_seen:  # each distinct error once
@@ -146,9 +149,11 @@ class GroupFleet:
 
     def _on_close(self, handle: MemberHandle) -> None:
         handle.closed = True
-        if not handle.leaving:  # it ended by itself: say so, and count it out
-            handle.process.join(1)
-            self.say(f"{handle.name} exited unexpectedly (exit code {handle.process.exitcode})")
+        if not handle.leaving:  # it ended by itself: count it out
+            if not handle.stopped:
+                handle.process.join(1)
+                code = handle.process.exitcode
+                self.say(f"{handle.name} exited unexpectedly (exit code {code})")
             if handle in self.members:
                 self.members.remove(handle)
             self.summary.members = len(self.members)

@@ -21,7 +21,8 @@ class Trickle(threading.Thread):
         super().__init__(name="workload-producer", daemon=True)
         from confluent_kafka import Producer
 
-        self._producer = Producer({**config, "linger.ms": 50, "client.id": "workload-producer"})
+        settings = {**config, "linger.ms": 50, "client.id": "workload-producer"}
+        self._producer: Any = Producer(settings)
         self._topics = list(topics)
         self._rate = rate
         self._halt = threading.Event()
@@ -60,6 +61,7 @@ class Trickle(threading.Thread):
             self._producer.poll(0)
             self._halt.wait(TICK_S)
         self._producer.flush(10)
+        self._producer = None  # destroy the client now, not whenever it is collected
 
     def stop(self) -> None:
         self._halt.set()

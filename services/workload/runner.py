@@ -15,7 +15,7 @@ from services.workload.fleet import GroupFleet
 from services.workload.member import consumer_config
 from services.workload.monitor import Monitor
 from services.workload.producer import Trickle
-from services.workload.schedule import build_cycle, run_step
+from services.workload.schedule import run_step, steps
 from services.workload.summary import WorkloadSummary
 from services.workload.topics import ensure_topics
 
@@ -74,10 +74,7 @@ def run_workload(
     pump.start()
     trickle.start()
     try:
-        for fleet in fleets:
-            for _ in range(fleet.spec.members):
-                fleet.start_member()
-            timed(f"{fleet.spec.name}: {fleet.spec.members} members ({fleet.spec.label})")
+        _start_groups(config, fleets, halt, timed)
         _follow_schedule(config, fleets, halt, timed, summary)
     finally:
         if not halt.is_set():
@@ -96,6 +93,27 @@ def run_workload(
     return summary
 
 
+def _start_groups(
+    config: WorkloadConfig,
+    fleets: list[GroupFleet],
+    halt: threading.Event,
+    say: Callable[[str], None],
+) -> None:
+    """Start every group's first members, then wait (up to the join timeout) until each
+    has had its first assignment, so that the first step meets settled groups."""
+    handles = []
+    for fleet in fleets:
+        handles += [(fleet, fleet.start_member()) for _ in range(fleet.spec.members)]
+        say(f"{fleet.spec.name}: {fleet.spec.members} members ({fleet.spec.label})")
+    deadline = time.monotonic() + config.join_timeout_s
+    joined = all(
+        fleet.wait_joined(handle, max(deadline - time.monotonic(), 0), halt)
+        for fleet, handle in handles
+    )
+    if joined:
+        say("every member has its first assignment")
+
+
 def _follow_schedule(
     config: WorkloadConfig,
     fleets: list[GroupFleet],
@@ -104,11 +122,10 @@ def _follow_schedule(
     summary: WorkloadSummary,
 ) -> None:
     by_name = {f.spec.name: f for f in fleets}
-    cycle = build_cycle(list(by_name), config.steps)
-    index = 0
-    while not halt.wait(config.step_interval_s):
-        step = cycle[index % len(cycle)]
-        index += 1
+    last = None if config.cycles is None else config.cycles * len(config.steps)
+    for index, step in enumerate(steps(list(by_name), config.steps)):
+        if index == last or halt.wait(config.step_interval_s):
+            return
         done = run_step(
             step,
             by_name[step.group],

@@ -1,7 +1,8 @@
 """The schedule: which step happens to which group, and what each step does.
 
-One cycle is the configured list of step kinds; step i goes to group i mod (number of
-groups), and the cycle repeats. Each kind makes the group rebalance:
+One cycle is the configured list of step kinds, repeated; step i (counted over all
+cycles) goes to group i mod (number of groups), so the groups take turns. Each kind
+makes the group rebalance:
 
 - `scale-up`: one more member joins (up to the group's maximum);
 - `scale-down`: the newest member stops cleanly and leaves (down to the minimum);
@@ -10,15 +11,19 @@ groups), and the cycle repeats. Each kind makes the group rebalance:
 - `crash-loop`: the oldest member is killed, and its replacements are killed again
   shortly after each joins, `crashes` times in all; the last replacement stays. Each
   crash holds the group until the dead member's session times out: a small storm.
+
+Steps that start a member wait (up to the join timeout) for its first assignment, so
+that the next step starts from a settled group.
 """
 
 from __future__ import annotations
 
+import itertools
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
-from services.workload.fleet import GroupFleet
+from services.workload.fleet import GroupFleet, MemberHandle
 
 
 @dataclass(frozen=True)
@@ -30,9 +35,10 @@ class Step:
         return f"{self.kind} {self.group}"
 
 
-def build_cycle(groups: Sequence[str], kinds: Sequence[str]) -> list[Step]:
-    """Step i of the cycle is `kinds[i]` on group i mod len(groups)."""
-    return [Step(kind, groups[i % len(groups)]) for i, kind in enumerate(kinds)]
+def steps(groups: Sequence[str], kinds: Sequence[str]) -> Iterator[Step]:
+    """The endless schedule: step i is kind i mod len(kinds) on group i mod len(groups)."""
+    for i in itertools.count():
+        yield Step(kinds[i % len(kinds)], groups[i % len(groups)])
 
 
 def run_step(
@@ -57,6 +63,7 @@ def run_step(
             return False
         handle = fleet.start_member()
         say(f"{step}: {count} -> {count + 1} members ({handle.name} joins)")
+        _settle(fleet, handle, join_timeout_s, halt, say)
     elif step.kind == "scale-down":
         if count <= spec.min_members:
             say(f"{step}: skipped, {count} members is the minimum")
@@ -69,6 +76,7 @@ def run_step(
         fleet.stop_member(oldest)
         handle = fleet.start_member()
         say(f"{step}: {oldest.name} stopped, {handle.name} started in its place")
+        _settle(fleet, handle, join_timeout_s, halt, say)
     elif step.kind == "crash-loop":
         _crash_loop(fleet, crashes, crash_uptime_s, join_timeout_s, halt, say)
     else:
@@ -101,3 +109,17 @@ def _crash_loop(
     if not halt.is_set():
         final = fleet.start_member()
         say(f"crash-loop {name}: {final.name} starts and stays")
+        _settle(fleet, final, join_timeout_s, halt, say)
+
+
+def _settle(
+    fleet: GroupFleet,
+    handle: MemberHandle,
+    join_timeout_s: float,
+    halt: threading.Event,
+    say: Callable[[str], None],
+) -> None:
+    """Wait for the new member's first assignment, so that the next step starts from a
+    settled group (an eager group assigns every member at once)."""
+    if not fleet.wait_joined(handle, join_timeout_s, halt) and not halt.is_set():
+        say(f"{handle.name}: no assignment within {join_timeout_s:.0f}s, going on")
