@@ -46,14 +46,35 @@ def assign(
     if assignor not in ASSIGNORS:
         raise AssignmentError(f"unknown assignor {assignor!r}; choose from {', '.join(ASSIGNORS)}")
     counts = check_partition_counts(partitions_per_topic)
+    if assignor in ("sticky", "cooperative-sticky"):
+        return _sticky(counts, members, partition_racks, assignor == "cooperative-sticky")
     group = to_members(members)
     racks = check_partition_racks(partition_racks, counts)
     if assignor == "range":
         return assign_range(counts, group, racks)
     if assignor == "roundrobin":
         return assign_roundrobin(counts, group)
-    if assignor in ("sticky", "cooperative-sticky"):
-        return assign_sticky(counts, group, racks, cooperative=assignor == "cooperative-sticky")
     if assignor == "uniform":
         return assign_uniform(counts, group, racks)
     return assign_server_range(counts, group)
+
+
+def _sticky(
+    counts: dict[str, int],
+    members: Sequence[Mapping | Member],
+    partition_racks: Mapping[str, Sequence[Sequence[str] | None]] | None,
+    cooperative: bool,
+) -> dict[str, list[tuple[str, int]]]:
+    """The sticky assignors read the owned partitions themselves (``assign_sticky``).
+
+    Errors stay those of the usual order (members, their owned partitions included, then
+    racks): if any check fails, the full checks run again and raise the first failure.
+    """
+    raw = list(members)
+    try:
+        group = to_members(raw, with_owned=False)
+        racks = check_partition_racks(partition_racks, counts)
+    except AssignmentError:
+        to_members(raw)
+        raise
+    return assign_sticky(counts, group, racks, cooperative=cooperative, sent=raw)

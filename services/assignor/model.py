@@ -7,7 +7,7 @@ on ``Member`` records whose owned partitions are already validated.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from operator import itemgetter
 
 TopicPartition = tuple[str, int]
@@ -77,10 +77,21 @@ def _optional_str(raw: Mapping, key: str, member_id: str) -> str | None:
     return value
 
 
-def to_member(raw: Mapping | Member) -> Member:
-    """Validate one member mapping (``id``, ``topics``, ``owned``, ``generation``, ...)."""
+def _checked_owned(values: object, member_id: str) -> tuple[TopicPartition, ...]:
+    owned = _owned(values or (), member_id)
+    if len(set(owned)) != len(owned):
+        raise AssignmentError(f"member {member_id!r} owns a partition twice")
+    return owned
+
+
+def to_member(raw: Mapping | Member, *, with_owned: bool = True) -> Member:
+    """Validate one member mapping (``id``, ``topics``, ``owned``, ``generation``, ...).
+
+    With ``with_owned=False`` the owned partitions are neither read nor checked and the
+    member owns nothing; ``owned_as_sent`` and ``with_owned`` supply them later.
+    """
     if isinstance(raw, Member):
-        return raw
+        return raw if with_owned or not raw.owned else replace(raw, owned=())
     if not isinstance(raw, Mapping):
         raise AssignmentError("each member must be an object")
     member_id = raw.get("id")
@@ -92,9 +103,7 @@ def to_member(raw: Mapping | Member) -> Member:
     topics = tuple(topics)
     if not set(map(type, topics)) <= {str}:
         raise AssignmentError(f"member {member_id!r}: topics must be a list of strings")
-    owned = _owned(raw.get("owned") or (), member_id)
-    if len(set(owned)) != len(owned):
-        raise AssignmentError(f"member {member_id!r} owns a partition twice")
+    owned = _checked_owned(raw.get("owned"), member_id) if with_owned else ()
     generation = raw.get("generation")
     if generation is not None and (isinstance(generation, bool) or not isinstance(generation, int)):
         raise AssignmentError(f"member {member_id!r}: generation must be an integer or null")
@@ -110,14 +119,32 @@ def to_member(raw: Mapping | Member) -> Member:
     )
 
 
-def to_members(raw_members: Iterable[Mapping | Member]) -> list[Member]:
-    members = [to_member(m) for m in raw_members]
+def to_members(raw_members: Iterable[Mapping | Member], *, with_owned: bool = True) -> list[Member]:
+    """``to_member`` for each member; member ids must be unique."""
+    members = [to_member(m, with_owned=with_owned) for m in raw_members]
     seen: set[str] = set()
     for member in members:
         if member.id in seen:
             raise AssignmentError(f"member id {member.id!r} appears twice")
         seen.add(member.id)
     return members
+
+
+def owned_as_sent(raw: Mapping | Member) -> object:
+    """A member's owned partitions exactly as given: not copied, not checked."""
+    return raw.owned if isinstance(raw, Member) else raw.get("owned")
+
+
+def with_owned(member: Member, raw: Mapping | Member) -> Member:
+    """``member`` (``to_member(raw, with_owned=False)``) with raw's owned partitions.
+
+    They are checked as ``to_member`` checks them and raise the same errors; a ``Member``
+    given as such keeps its owned partitions unchecked, as ``to_member`` keeps them.
+    """
+    if isinstance(raw, Member):
+        return raw
+    owned = _checked_owned(raw.get("owned"), member.id)
+    return replace(member, owned=owned) if owned else member
 
 
 def check_partition_counts(partitions_per_topic: Mapping[str, int]) -> dict[str, int]:

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from services.assignor.model import Assignment, Member
+from services.assignor.model import Assignment, Member, owned_as_sent, with_owned
 from services.assignor.sticky_constrained import ConstrainedBuilder
+from services.assignor.sticky_fast import assign_owned_as_sent
 from services.assignor.sticky_general import GeneralBuilder
 from services.assignor.sticky_input import StickyInput
 
@@ -39,10 +40,23 @@ def assign_sticky(
     members: list[Member],
     racks: Mapping[str, Sequence[frozenset[str]]],
     cooperative: bool = False,
+    sent: Sequence[Mapping | Member] | None = None,
 ) -> Assignment:
+    """``StickyAssignor`` or, with ``cooperative``, ``CooperativeStickyAssignor``.
+
+    With ``sent`` (the raw members, in order), ``members`` come from
+    ``to_member(raw, with_owned=False)``: the owned partitions are read from ``sent``, by
+    the fast path (``sticky_fast``) where it applies, else checked as ``to_member`` checks
+    them, raising the same errors.
+    """
     if not members:
         return {}
     prep = StickyInput(counts, members, racks)
+    if sent is not None:
+        fast = assign_owned_as_sent(prep, list(map(owned_as_sent, sent)), cooperative)
+        if fast is not None:
+            return {m.id: pairs for m, pairs in zip(members, fast, strict=True)}
+        prep.attach_owned(list(map(with_owned, members, sent)))
     assignment, transferring = _build(prep)
     if cooperative:
         if transferring is None:
@@ -54,4 +68,4 @@ def assign_sticky(
             assignment[i] = [g for g in assignment[i] if g not in gone]
     tuples = prep.partition_tuples()
     lookup = tuples.__getitem__
-    return {m.id: list(map(lookup, assignment[i])) for i, m in enumerate(members)}
+    return {m.id: list(map(lookup, assignment[i])) for i, m in enumerate(prep.members)}

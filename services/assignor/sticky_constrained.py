@@ -35,9 +35,7 @@ class ConstrainedBuilder:
         self.transferring: dict[int, int] = {}
 
     def build(self) -> list[list[int]]:
-        kept = self._assign_owned()
-        everything = range(self.prep.total)
-        unassigned = list(filterfalse(kept.__contains__, everything) if kept else everything)
+        unassigned = self._assign_owned()
         rank = self.prep.rank.__getitem__
         self.under.sort(key=rank)
         self.exactly.sort(key=rank)
@@ -49,14 +47,14 @@ class ConstrainedBuilder:
         self._verify_unfilled()
         return self.assignment
 
-    def _assign_owned(self) -> set[int]:
+    def _assign_owned(self) -> list[int]:
+        """Step 1: members keep owned partitions up to their quota; returns the others."""
         prep = self.prep
         rack_info = prep.rack_info
         by_partition_then_topic = (
             prep.partition_major_keys().__getitem__ if any(prep.owned) else None
         )
         assigned: set[int] = set()
-        min_q, max_q = self.min_quota, self.max_quota
         for i in prep.order:
             owned = prep.owned[i]
             if rack_info.enabled:
@@ -64,23 +62,32 @@ class ConstrainedBuilder:
             owned = sorted(owned, key=by_partition_then_topic)
             if prep.multiple_owners:
                 owned = [g for g in owned if g not in prep.multiple_owners]
-            if len(owned) < min_q:
-                kept = owned
-                self.under.append(i)
-            elif len(owned) >= max_q and self.current_over < self.expected_over:
-                self.current_over += 1
-                if self.current_over == self.expected_over:
-                    self.exactly.clear()
-                kept = owned[:max_q]
-                self.revoked.update(owned[max_q:])
-            else:
-                kept = owned[:min_q]
-                self.revoked.update(owned[min_q:])
-                if self.current_over < self.expected_over:
-                    self.exactly.append(i)
+            keep = self._quota(i, len(owned))
+            kept = owned[:keep]
+            self.revoked.update(owned[keep:])
             self.assignment[i].extend(kept)
             assigned.update(kept)
-        return assigned
+        everything = range(prep.total)
+        return list(filterfalse(assigned.__contains__, everything) if assigned else everything)
+
+    def _quota(self, member: int, owned: int) -> int:
+        """How many of its ``owned`` (sorted) partitions a member keeps, in Kafka's order.
+
+        Under ``minQuota`` it keeps all and waits for more; the first ``P % N`` members
+        owning at least ``maxQuota`` keep that many; every other member keeps ``minQuota``
+        and, while extra slots remain, may take one more later.
+        """
+        if owned < self.min_quota:
+            self.under.append(member)
+            return owned
+        if owned >= self.max_quota and self.current_over < self.expected_over:
+            self.current_over += 1
+            if self.current_over == self.expected_over:
+                self.exactly.clear()
+            return self.max_quota
+        if self.current_over < self.expected_over:
+            self.exactly.append(member)
+        return self.min_quota
 
     def _assign_new(self, gid: int, member: int) -> int:
         partitions = self.assignment[member]

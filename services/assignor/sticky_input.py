@@ -107,6 +107,15 @@ class StickyInput:
         self.by_rank = by_name
         self.rack_info = RackInfo(self, racks)
         self.max_generation = DEFAULT_GENERATION
+        self.attach_owned(members)
+
+    def attach_owned(self, members: list[Member]) -> None:
+        """(Re)read the members' owned partitions: ``members`` are the same members, in order.
+
+        The sticky fast path (``sticky_fast``) first builds this input from members without
+        their owned partitions and only attaches them here when it cannot use them as sent.
+        """
+        self.members = members
         self._raw_owned: list[list[int] | None] = [None] * len(members)
         self.owned: list[list[int]] = [[] for _ in members]
         self.multiple_owners: set[int] = set()

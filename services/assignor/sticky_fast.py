@@ -1,0 +1,150 @@
+"""The sticky assignors' fast path: identical subscriptions, owned partitions as sent.
+
+After a group's first assignment nearly every rebalance looks alike: every member re-sends
+the partitions it owns, each of them well formed, still existing and claimed by no one
+else. Kafka's ``AbstractStickyAssignor.allSubscriptionsEqual`` then keeps every claim as
+sent, and ``ConstrainedAssignmentBuilder`` needs of each member only its partitions sorted
+by partition, then topic, and how many there are. This path reads the (topic, partition)
+pairs in bulk instead of one by one, marks the claimed partitions in one bytearray per
+topic, and hands back the kept pairs themselves instead of building new ones, so that a
+rebalance costs about what its changes cost, not what the million owned partitions cost.
+
+It declines (returns None) whenever the general path might decide differently or raise:
+differing subscriptions, rack-aware assignment, an owned entry that is not a plain
+``(str, int)`` pair of a subscribed topic within its partition count, or a partition
+claimed twice (by one member or by two). The caller then checks and resolves the claims
+one by one in ``StickyInput``. Both paths give the same assignment; the property tests in
+``tests/assignor/test_sticky_fast.py`` compare them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from itertools import compress, repeat
+from operator import add, itemgetter, mul
+
+from services.assignor.model import TopicPartition
+from services.assignor.sticky_constrained import ConstrainedBuilder
+from services.assignor.sticky_input import StickyInput
+
+_TOPIC = itemgetter(0)
+_PARTITION = itemgetter(1)
+_FREE = bytes.maketrans(b"\x00\x01", b"\x01\x00")
+
+# One member's owned partitions in Kafka's kept order (partition, then topic): the pairs,
+# their partition numbers and their topic indices.
+_Owned = tuple[list[TopicPartition], list[int], list[int]]
+_NONE: _Owned = ([], [], [])
+
+
+def _read_owned(values: object, prep: StickyInput, claimed: list[bytearray]) -> _Owned | None:
+    """One member's owned partitions, sorted and marked in ``claimed``; None if not plain."""
+    if values is None:
+        return _NONE
+    if type(values) is not list and type(values) is not tuple:
+        return None
+    if not values:
+        return _NONE
+    kinds = set(map(type, values))
+    if kinds != {tuple}:
+        if not kinds <= {tuple, list}:
+            return None
+        values = list(map(tuple, values))
+    if set(map(len, values)) != {2}:
+        return None
+    partitions = list(map(_PARTITION, values))
+    topics = list(map(_TOPIC, values))
+    if set(map(type, partitions)) != {int} or set(map(type, topics)) != {str}:
+        return None
+    try:
+        tix = list(map(prep.topic_index.__getitem__, topics))
+        # A partition beyond its topic's count raises IndexError; a negative one is
+        # caught below, before anything relies on the marks.
+        for t, p in zip(tix, partitions, strict=True):
+            claimed[t][p] = 1
+    except (KeyError, IndexError):
+        return None
+    order: list[int] | None = None
+    if partitions.count(partitions[0]) == len(partitions):
+        if partitions[0] < 0:
+            return None
+        if sorted(tix) != tix:
+            order = sorted(range(len(tix)), key=tix.__getitem__)
+    else:
+        keys = list(map(add, map(mul, partitions, repeat(len(prep.topics))), tix))
+        in_order = sorted(keys)
+        if in_order[0] < 0:
+            return None
+        if in_order != keys:
+            order = sorted(range(len(keys)), key=keys.__getitem__)
+    if order is not None:
+        values = list(map(values.__getitem__, order))
+        partitions = list(map(partitions.__getitem__, order))
+        tix = list(map(tix.__getitem__, order))
+    elif type(values) is tuple:
+        values = list(values)
+    return values, partitions, tix
+
+
+class KeptPairsBuilder(ConstrainedBuilder):
+    """``ConstrainedBuilder`` on owned partitions read by ``_read_owned``.
+
+    A member's list starts with the (topic, partition) pairs it keeps, ``kept[i]`` of
+    them, and goes on with the global ids dealt to it; ``pairs_of`` gives the pair of
+    every id that can be dealt.
+    """
+
+    def __init__(self, prep: StickyInput, owned: list[_Owned], claimed: list[bytearray]) -> None:
+        super().__init__(prep)
+        self.owned = owned
+        self.claimed = claimed
+        self.kept = [0] * len(owned)
+        self.pairs_of: dict[int, TopicPartition] = {}
+
+    def _assign_owned(self) -> list[int]:
+        base, claimed = self.prep.base, self.claimed
+        for i in self.prep.order:
+            pairs, partitions, tix = self.owned[i]
+            keep = self.kept[i] = self._quota(i, len(pairs))
+            self.assignment[i] = pairs[:keep]  # type: ignore[assignment]
+            for t, p in zip(tix[keep:], partitions[keep:], strict=True):
+                claimed[t][p] = 0
+                self.revoked.add(base[t] + p)
+        unassigned: list[int] = []
+        for topic, start, marks in zip(self.prep.topics, base, claimed, strict=True):
+            free = marks.translate(_FREE)
+            ids = list(compress(range(start, start + len(marks)), free))
+            pairs = zip(repeat(topic), compress(range(len(marks)), free))
+            self.pairs_of.update(zip(ids, pairs, strict=True))
+            unassigned.extend(ids)
+        return unassigned
+
+
+def assign_owned_as_sent(
+    prep: StickyInput, sent: Sequence[object], cooperative: bool
+) -> list[list[TopicPartition]] | None:
+    """Each member's partitions (members in input order), or None to take the general path.
+
+    ``prep`` was built from members without their owned partitions; ``sent`` holds those,
+    unchecked (``model.owned_as_sent``). The result is what ``StickyAssignor`` (or, with
+    ``cooperative``, ``CooperativeStickyAssignor``) returns for the same input.
+    """
+    if not prep.all_equal or prep.rack_info.enabled or not any(sent):
+        return None
+    claimed = [bytearray(count) for count in prep.counts]
+    owned: list[_Owned] = []
+    for values in sent:
+        read = _read_owned(values, prep, claimed)
+        if read is None:
+            return None
+        owned.append(read)
+    if sum(len(pairs) for pairs, _, _ in owned) != sum(map(bytearray.count, claimed, repeat(1))):
+        return None  # a partition claimed twice: the general path arbitrates
+    builder = KeptPairsBuilder(prep, owned, claimed)
+    assignment: list[list] = builder.build()
+    pair_of = builder.pairs_of.__getitem__
+    moving = builder.transferring if cooperative else {}
+    for dealt, keep in zip(assignment, builder.kept, strict=True):
+        if len(dealt) > keep:
+            dealt[keep:] = [pair_of(g) for g in dealt[keep:] if g not in moving]
+    return assignment
