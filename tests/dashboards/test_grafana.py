@@ -27,7 +27,7 @@ from tests.dashboards.grafana import (
     substitute_sql,
     variables_used,
 )
-from tests.fixtures.prometheus import Prometheus, launch, scrape_config
+from tests.fixtures.prometheus import Prometheus
 
 GRAFANA_VARIABLES = {"__url_time_range", "__value", "__field", "__data", "__all_variables"}
 SQL_MACROS = {"__timeFilter", "__timeFrom", "__timeTo"}
@@ -217,14 +217,8 @@ def test_links_connect_the_two_dashboards() -> None:
 
 
 @pytest.fixture(scope="module")
-def idle_prometheus(
-    prometheus_binary: str, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Prometheus]:
-    server = launch(
-        prometheus_binary, tmp_path_factory.mktemp("prometheus"), scrape_config("127.0.0.1:9", [])
-    )
-    yield server
-    server.stop()
+def idle_prometheus(start_prometheus) -> Prometheus:
+    return start_prometheus("127.0.0.1:9")
 
 
 def test_every_promql_query_is_valid_for_prometheus(idle_prometheus: Prometheus) -> None:

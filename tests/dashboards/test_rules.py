@@ -6,14 +6,13 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from services.exporter.catalogue import BY_NAME
 from tests.dashboards.grafana import RULES, RULES_TEST, metric_names
-from tests.fixtures.prometheus import Prometheus, launch, scrape_config
+from tests.fixtures.prometheus import Prometheus
 
 ALERTS = re.findall(r"^\s*- alert: (\w+)$", RULES.read_text(), re.M)
 SEVERITIES = {"critical", "warning", "info"}
@@ -80,22 +79,15 @@ def test_the_unit_tests_catch_an_alert_that_always_or_never_fires(
     rules = RULES.read_text()
     for expr in ("vector(1)", "vector(1) == 0"):
         (tmp_path / "rules.yml").write_text(with_expr(rules, alert, expr))
-        checked = promtool(promtool_binary, "check", "rules", "rules.yml", cwd=tmp_path)
-        assert checked.returncode == 0, checked.stdout + checked.stderr
         result = promtool(promtool_binary, "test", "rules", "rules.test.yml", cwd=tmp_path)
         assert result.returncode != 0, f"{alert} with `{expr}` still passes its tests"
         assert f"alertname: {alert}," in result.stdout + result.stderr
 
 
 @pytest.fixture(scope="module")
-def idle_prometheus(
-    prometheus_binary: str, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Prometheus]:
+def idle_prometheus(start_prometheus) -> Prometheus:
     """Prometheus with the rules, scraping nothing that answers."""
-    config = scrape_config("127.0.0.1:9", [RULES])
-    server = launch(prometheus_binary, tmp_path_factory.mktemp("prometheus"), config)
-    yield server
-    server.stop()
+    return start_prometheus("127.0.0.1:9", rule_files=[RULES])
 
 
 def loaded_rules(server: Prometheus) -> list[dict]:
