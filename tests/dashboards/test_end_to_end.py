@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import re
-import socket
 import subprocess
 import sys
 import time
@@ -36,7 +35,7 @@ from tests.dashboards.grafana import (
     substitute_promql,
     substitute_sql,
 )
-from tests.fixtures.prometheus import Prometheus
+from tests.fixtures.prometheus import Prometheus, free_port, stop_process
 
 PARTITIONS = 12
 STORM_ALERT = "GroupscopeRebalanceStorm"
@@ -87,12 +86,6 @@ def produce_past(bootstrap: str, topic: str, committed: dict[int, int], ahead: i
         assert producer.flush(30) == 0
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _status(url: str) -> int | None:
     try:
         with urllib.request.urlopen(url, timeout=5) as response:
@@ -103,9 +96,22 @@ def _status(url: str) -> int | None:
         return None
 
 
-def groupscope_command() -> list[str]:
+def exporter_command(database_url: str, port: int) -> list[str]:
+    """`groupscope exporter` as the README runs it (the venv's console script)."""
     script = Path(sys.executable).with_name("groupscope")
-    return [str(script)] if script.exists() else [sys.executable, "-m", "services.cli"]
+    command = [str(script)] if script.exists() else [sys.executable, "-m", "services.cli"]
+    return [
+        *command,
+        "exporter",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--database-url",
+        database_url,
+        "--interval",
+        "1s",
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -133,35 +139,28 @@ def run(
 
     name = postgres_server.create_database(template=migrated_template)
     url = postgres_server.url(name)
-    args = ["stream", "--source", "replay", str(replay), "--once"]
-    assert main([*args, "--database-url", url, "--checkpoint", str(out / "checkpoint")]) == 0
-
-    committed = {}
-    for line in (replay / "truth" / "commits.jsonl").read_text().splitlines():
-        row = json.loads(line)
-        committed[row["partition"]] = row["offset"]
-    assert len(committed) == PARTITIONS
-    produce_past(kafka_broker.bootstrap_servers, topic, committed, ahead=25)
-
-    port = _free_port()
-    log = out / "exporter.log"
-    command = [
-        *groupscope_command(),
-        "exporter",
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--database-url",
-        url,
-        "--interval",
-        "1s",
-        "--bootstrap-servers",
-        kafka_broker.bootstrap_servers,
-    ]
-    with open(log, "wb") as sink:
-        process = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT)
+    process = None
     try:
+        args = ["stream", "--source", "replay", str(replay), "--once"]
+        assert main([*args, "--database-url", url, "--checkpoint", str(out / "checkpoint")]) == 0
+        committed = {}
+        for line in (replay / "truth" / "commits.jsonl").read_text().splitlines():
+            row = json.loads(line)
+            committed[row["partition"]] = row["offset"]
+        assert len(committed) == PARTITIONS
+        produce_past(kafka_broker.bootstrap_servers, topic, committed, ahead=25)
+        port = free_port()
+        log = out / "exporter.log"
+        with open(log, "wb") as sink:
+            process = subprocess.Popen(
+                [
+                    *exporter_command(url, port),
+                    "--bootstrap-servers",
+                    kafka_broker.bootstrap_servers,
+                ],
+                stdout=sink,
+                stderr=subprocess.STDOUT,
+            )
         deadline = time.monotonic() + EXPORTER_START_S
         while _status(f"http://127.0.0.1:{port}/readyz") != 200:
             if process.poll() is not None or time.monotonic() > deadline:
@@ -169,12 +168,8 @@ def run(
             time.sleep(0.5)
         yield Run(group, topic, url, f"127.0.0.1:{port}")
     finally:
-        process.terminate()
-        try:
-            process.wait(15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        if process is not None:
+            stop_process(process)
         postgres_server.drop_database(name)
 
 
@@ -259,6 +254,9 @@ def test_every_dashboard_promql_query_returns_data(run: Run, prometheus: Prometh
         if not prometheus.query(expr):
             empty.append(f"{q}: {expr}")
     assert empty == []
+    # The lag panels show real lag: the run left 25 messages per partition unconsumed.
+    [lag] = prometheus.query(f'groupscope_lag{{group="{run.group}", topic="{run.topic}"}}')
+    assert float(lag["value"][1]) > 0
 
 
 def test_the_variables_offer_the_run_s_group_and_topic(run: Run, prometheus: Prometheus) -> None:
