@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import numpy as np
 from prometheus_client import CollectorRegistry, ProcessCollector, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from sqlalchemy import Engine
@@ -45,7 +46,7 @@ class ExporterConfig:
     storm_rebalances: int = 5
     storm_window_s: float = 600.0
     per_partition: bool = False
-    history_depth: int = 30
+    history_depth: int = 16
 
 
 @dataclass
@@ -55,7 +56,6 @@ class Exposition:
     plain: bytes = b""
     gzipped: bytes = b""
     samples: int = 0
-    snapshot: StoreSnapshot | None = None
 
 
 @dataclass
@@ -109,26 +109,29 @@ class Exporter:
         self.stats.last_refresh = now
         plain, samples = render(snapshot, lag, self.stats, self.options)
         with self._lock:
-            self.exposition = Exposition(plain, gzip.compress(plain, 1), samples, snapshot)
+            self.exposition = Exposition(plain, gzip.compress(plain, 1), samples)
         self.readiness = _readiness(snapshot)
         return True
 
     def _lag(self, snapshot: StoreSnapshot, now: float) -> LagResult | None:
         if self.fetch_log_end is None:
             return None
-        partitions = snapshot.offsets.topic_partitions
+        offsets = snapshot.offsets
+        topic_index, partitions = offsets.distinct_partitions()
         started = time.perf_counter()
         try:
-            samples = self.fetch_log_end(partitions)
+            ends = self.fetch_log_end(offsets.topics, topic_index, partitions)
         except Exception as exc:  # a cluster outage must not stop the store's metrics
             self.stats.lag_poll_errors += 1
             log.warning("log-end offsets not polled: %s", exc)
-            samples = {}
+            ends = np.full(len(partitions), -1, np.int64)
         self.stats.lag_poll_seconds = time.perf_counter() - started
         self.stats.lag_partitions = len(partitions)
-        self.history.record(samples, now)
-        rows = self.history.rows_of(partitions)[snapshot.offsets.tp]
-        return self.history.lag(rows, snapshot.offsets.committed, now)
+        self.history.record(self.history.keys(offsets.topics, topic_index, partitions), ends, now)
+        rows = self.history.rows_of(
+            self.history.keys(offsets.topics, offsets.topic, offsets.partition)
+        )
+        return self.history.lag(rows, offsets.committed, now)
 
     def _run(self) -> None:
         while not self._stop.is_set():

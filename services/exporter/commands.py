@@ -80,8 +80,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--lag-history",
         type=int,
-        default=int(env("GROUPSCOPE_LAG_HISTORY", "30")),
-        help="log-end offset samples kept per partition for time lag (default 30)",
+        default=int(env("GROUPSCOPE_LAG_HISTORY", "16")),
+        help="log-end offset samples kept per partition for time lag (default 16)",
     )
     parser.set_defaults(func=run)
 

@@ -177,11 +177,23 @@ def _offset_families(
     offsets = snap.offsets
     if not len(offsets):
         return
-    n_pairs = len(offsets.pairs)
+    pairs = offsets.pairs
+    n_pairs = len(pairs)
     committed = np.zeros(n_pairs, np.int64)
     np.add.at(committed, offsets.pair, offsets.committed)
-    pair_labels = [f'{{group="{escape(g)}",topic="{escape(t)}"}}' for g, t in offsets.pairs]
+    pair_labels = [f'{{group="{escape(g)}",topic="{escape(t)}"}}' for g, t in pairs]
     f["committed_offset"].extend(zip(pair_labels, committed.tolist(), strict=True))
+    partition_labels: list[str] = []
+    if options.per_partition:
+        partition_labels = [
+            f'{pair_labels[pair][:-1]},partition="{partition}"}}'
+            for pair, partition in zip(
+                offsets.pair.tolist(), offsets.partition.tolist(), strict=True
+            )
+        ]
+        f["partition_committed_offset"].extend(
+            zip(partition_labels, offsets.committed.tolist(), strict=True)
+        )
     if lag is None:
         return
     known = ~np.isnan(lag.lag)
@@ -192,17 +204,9 @@ def _offset_families(
     for i in np.nonzero(has_lag)[0].tolist():
         f["lag"].append((pair_labels[i], int(lag_sum[i])))
         f["lag_seconds"].append((pair_labels[i], round(float(seconds[i]), 3)))
-    if not options.per_partition:
-        return
-    for i in np.nonzero(known)[0].tolist():
-        group, topic = offsets.pairs[offsets.pair[i]]
-        ls = labels(group=group, topic=topic, partition=str(int(offsets.partition[i])))
-        f["partition_lag"].append((ls, int(lag.lag[i])))
-        f["partition_lag_seconds"].append((ls, round(float(lag.seconds[i]), 3)))
-    for i in range(len(offsets)):
-        group, topic = offsets.pairs[offsets.pair[i]]
-        ls = labels(group=group, topic=topic, partition=str(int(offsets.partition[i])))
-        f["partition_committed_offset"].append((ls, int(offsets.committed[i])))
+    for i in np.nonzero(known)[0].tolist() if partition_labels else ():
+        f["partition_lag"].append((partition_labels[i], int(lag.lag[i])))
+        f["partition_lag_seconds"].append((partition_labels[i], round(float(lag.seconds[i]), 3)))
 
 
 def lines(text: bytes) -> Iterator[str]:

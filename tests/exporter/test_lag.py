@@ -10,18 +10,22 @@ import pytest
 
 from services.exporter.lag import LogEndPoller, OffsetHistory
 
-TP = ("orders", 0)
+TOPICS = ["orders"]
+
+
+def key(h: OffsetHistory, partition: int = 0) -> np.ndarray:
+    return h.keys(TOPICS, np.array([0]), np.array([partition]))
 
 
 def history(samples: list[tuple[int, float]], depth: int = 5) -> OffsetHistory:
     h = OffsetHistory(depth)
     for offset, t in samples:
-        h.record({TP: offset}, t)
+        h.record(key(h), np.array([offset]), t)
     return h
 
 
 def lag_of(h: OffsetHistory, committed: int, now: float) -> tuple[float, float]:
-    result = h.lag(h.rows_of([TP]), np.array([committed]), now)
+    result = h.lag(h.rows_of(key(h)), np.array([committed]), now)
     return float(result.lag[0]), float(result.seconds[0])
 
 
@@ -76,18 +80,35 @@ def test_unknown_partitions_have_no_lag() -> None:
     assert result.lag[1] == 90.0
 
 
+def test_partitions_that_were_not_read_keep_their_history() -> None:
+    h = history([(100, 1000.0), (200, 1010.0)])
+    h.record(key(h), np.array([-1]), 1020.0)  # the poll failed for it
+    assert h.offsets[0, -2:].tolist() == [100, 200]
+    assert h.last[0, -1] + h.epoch == 1010.0
+
+
+def test_keys_are_stable_across_polls_whatever_the_topic_order() -> None:
+    h = OffsetHistory(3)
+    h.record(h.keys(["a", "b"], np.array([0, 1, 1]), np.array([0, 0, 7])), np.array([5, 6, 7]), 1)
+    keys = h.keys(["b", "a", "c"], np.array([0, 1, 0, 2]), np.array([7, 0, 0, 0]))
+    rows = h.rows_of(keys)
+    assert h.offsets[rows[:3], -1].tolist() == [7, 5, 6]
+    assert rows[3] == -1
+
+
 def test_vectorized_over_many_partitions_equals_one_by_one() -> None:
     rng = np.random.default_rng(7)
-    tps = [("t", p) for p in range(300)]
+    n = 300
     h = OffsetHistory(6)
-    leo = rng.integers(0, 50, len(tps))
+    keys = h.keys(["t"], np.zeros(n, np.int64), np.arange(n))
+    leo = rng.integers(0, 50, n)
     for step in range(10):
-        leo = leo + rng.integers(0, 30, len(tps)) * (rng.random(len(tps)) < 0.7)
-        h.record({tp: int(o) for tp, o in zip(tps, leo, strict=True)}, 1000.0 + 5 * step)
-    committed = np.maximum(leo - rng.integers(0, 400, len(tps)), 0)
-    rows = h.rows_of(tps)
+        leo = leo + rng.integers(0, 30, n) * (rng.random(n) < 0.7)
+        h.record(keys, leo, 1000.0 + 5 * step)
+    committed = np.maximum(leo - rng.integers(0, 400, n), 0)
+    rows = h.rows_of(keys)
     together = h.lag(rows, committed, 1100.0)
-    for i in range(len(tps)):
+    for i in range(n):
         alone = h.lag(rows[i : i + 1], committed[i : i + 1], 1100.0)
         assert together.lag[i] == alone.lag[0]
         assert together.seconds[i] == pytest.approx(alone.seconds[0])
@@ -110,8 +131,5 @@ def test_poller_reads_log_end_offsets_from_a_real_broker(kafka_broker) -> None:
         producer.produce(topic, b"x", partition=i % 2)
         producer.flush(10)
     poller = LogEndPoller({"bootstrap.servers": kafka_broker.bootstrap_servers})
-    got = poller([(topic, 0), (topic, 1), (topic, 2), ("no-such-topic-xyz", 0)])
-    assert got[(topic, 0)] == 4
-    assert got[(topic, 1)] == 3
-    assert got[(topic, 2)] == 0
-    assert ("no-such-topic-xyz", 0) not in got
+    got = poller([topic, "no-such-topic-xyz"], np.array([0, 0, 0, 1]), np.array([0, 1, 2, 0]))
+    assert got.tolist() == [4, 3, 0, -1]
