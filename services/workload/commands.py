@@ -19,16 +19,19 @@ what runs:
                                         Apache Kafka 4.0+) over both topics
   Every member is a process (confluent-kafka) that commits its offsets every 2s.
 
-schedule: every --step-interval, the next step of the cycle (--steps) goes to the next
-group in turn:
+schedule: every --step-interval (90s), the next step of the cycle (--steps) goes to the
+next group in turn; steps that start a member wait for its first assignment:
   scale-up     one more member joins (at most --members + 2)
   scale-down   the newest member stops cleanly and leaves (at least 1 stays)
   restart      the oldest member stops cleanly and a new one joins in its place
   crash-loop   the oldest member is killed (SIGKILL, no LeaveGroup), then each
-               replacement is killed shortly after it joins, --crashes times in all;
-               each crash holds the group until --session-timeout: a small storm
+               replacement is killed shortly after it joins, --crashes (5) times in
+               all; each crash holds the group until --session-timeout (10s): a storm
+               (5 rebalances within 10 minutes)
 
-The first generations appear within seconds, the first step after --step-interval.
+The default cycle starts with a crash-loop: the first generations appear within seconds,
+the first storm after --step-interval; the next crash-loop hits the next group about 10
+minutes later, and in between each group rebalances two to four times per 10 minutes.
 Progress goes to stderr. SIGTERM or Ctrl-C (or the end of --duration or --cycles)
 stops every member cleanly and prints a summary on stdout.
 
@@ -104,19 +107,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--step-interval",
-        default=_env("WORKLOAD_STEP_INTERVAL", "30s"),
+        default=_env("WORKLOAD_STEP_INTERVAL", "90s"),
         metavar="D",
-        help="time between steps (env GROUPSCOPE_WORKLOAD_STEP_INTERVAL; default 30s)",
+        help="time between steps (env GROUPSCOPE_WORKLOAD_STEP_INTERVAL; default 90s)",
     )
     parser.add_argument(
         "--steps",
         default=_env("WORKLOAD_STEPS"),
         metavar="KINDS",
         help="the cycle of steps, comma-separated (env GROUPSCOPE_WORKLOAD_STEPS; default "
-        "scale-up,restart,scale-up,crash-loop,scale-down,restart,scale-down)",
+        "crash-loop,scale-up,restart,scale-up,scale-down,restart,scale-down)",
     )
     parser.add_argument(
-        "--crashes", type=int, default=3, metavar="N", help="kills per crash-loop (default 3)"
+        "--crashes", type=int, default=5, metavar="N", help="kills per crash-loop (default 5)"
     )
     parser.add_argument(
         "--session-timeout",

@@ -8,12 +8,15 @@ CLASSIC_ASSIGNORS = ("range", "roundrobin", "cooperative-sticky")
 STEP_KINDS = ("scale-up", "restart", "crash-loop", "scale-down")
 # One cycle of the schedule. Step i (over all cycles) goes to group i mod (number of
 # groups); with seven steps and one to three groups, every group meets every kind of step
-# within as many cycles as there are groups.
+# within as many cycles as there are groups. The crash-loop comes first, so that the
+# first storm shows within minutes; at the default pace (a step every 90 s) the next
+# crash-loop hits another group about 10 minutes later, and in between each group sees
+# two to four rebalances per 10 minutes: fewer than a storm (5 within 10 minutes).
 DEFAULT_STEPS = (
+    "crash-loop",
     "scale-up",
     "restart",
     "scale-up",
-    "crash-loop",
     "scale-down",
     "restart",
     "scale-down",
@@ -53,12 +56,12 @@ class WorkloadConfig:
     partitions: int = 6
     replication_factor: int = -1  # the broker's default.replication.factor
     rate: float = 20.0  # messages per second, over all topics
-    step_interval_s: float = 30.0
+    step_interval_s: float = 90.0
     steps: tuple[str, ...] = DEFAULT_STEPS
     duration_s: float | None = None
     cycles: int | None = None  # stop after this many cycles of the schedule
     session_timeout_ms: int = 10_000
-    crashes: int = 3
+    crashes: int = 5
     crash_uptime_s: float = 3.0
     join_timeout_s: float = 60.0
     commit_interval_s: float = 2.0
