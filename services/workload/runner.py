@@ -126,14 +126,5 @@ def _follow_schedule(
     for index, step in enumerate(steps(list(by_name), config.steps)):
         if index == last or halt.wait(config.step_interval_s):
             return
-        done = run_step(
-            step,
-            by_name[step.group],
-            config.crashes,
-            config.crash_uptime_s,
-            config.join_timeout_s,
-            halt,
-            say,
-        )
-        if done:
+        if run_step(step, by_name[step.group], halt, say):
             summary.steps.append(str(step))

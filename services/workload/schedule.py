@@ -42,15 +42,10 @@ def steps(groups: Sequence[str], kinds: Sequence[str]) -> Iterator[Step]:
 
 
 def run_step(
-    step: Step,
-    fleet: GroupFleet,
-    crashes: int,
-    crash_uptime_s: float,
-    join_timeout_s: float,
-    halt: threading.Event,
-    say: Callable[[str], None],
+    step: Step, fleet: GroupFleet, halt: threading.Event, say: Callable[[str], None]
 ) -> bool:
-    """Carry out `step` on `fleet`; False when the group's bounds made it a no-op."""
+    """Carry out `step` on `fleet` (paced by `fleet.config`); False when the group's
+    bounds made it a no-op."""
     spec = fleet.spec
     with fleet.lock:
         count = len(fleet.members)
@@ -63,7 +58,7 @@ def run_step(
             return False
         handle = fleet.start_member()
         say(f"{step}: {count} -> {count + 1} members ({handle.name} joins)")
-        _settle(fleet, handle, join_timeout_s, halt, say)
+        _settle(fleet, handle, halt, say)
     elif step.kind == "scale-down":
         if count <= spec.min_members:
             say(f"{step}: skipped, {count} members is the minimum")
@@ -76,22 +71,16 @@ def run_step(
         fleet.stop_member(oldest)
         handle = fleet.start_member()
         say(f"{step}: {oldest.name} stopped, {handle.name} started in its place")
-        _settle(fleet, handle, join_timeout_s, halt, say)
+        _settle(fleet, handle, halt, say)
     elif step.kind == "crash-loop":
-        _crash_loop(fleet, crashes, crash_uptime_s, join_timeout_s, halt, say)
+        _crash_loop(fleet, halt, say)
     else:
         raise ValueError(f"unknown step kind {step.kind!r}")
     return True
 
 
-def _crash_loop(
-    fleet: GroupFleet,
-    crashes: int,
-    crash_uptime_s: float,
-    join_timeout_s: float,
-    halt: threading.Event,
-    say: Callable[[str], None],
-) -> None:
+def _crash_loop(fleet: GroupFleet, halt: threading.Event, say: Callable[[str], None]) -> None:
+    crashes, join_timeout_s = fleet.config.crashes, fleet.config.join_timeout_s
     victim = fleet.members[0]
     name = fleet.spec.name
     say(f"crash-loop {name}: {victim.name} is killed, then each replacement {crashes - 1} times")
@@ -101,7 +90,7 @@ def _crash_loop(
             return
         replacement = fleet.start_member()
         joined = fleet.wait_joined(replacement, join_timeout_s, halt)
-        if halt.wait(crash_uptime_s if joined else 0):
+        if halt.wait(fleet.config.crash_uptime_s if joined else 0):
             return
         fleet.crash_member(replacement)
         how = "after it joined" if joined else f"not joined within {join_timeout_s:.0f}s"
@@ -109,17 +98,14 @@ def _crash_loop(
     if not halt.is_set():
         final = fleet.start_member()
         say(f"crash-loop {name}: {final.name} starts and stays")
-        _settle(fleet, final, join_timeout_s, halt, say)
+        _settle(fleet, final, halt, say)
 
 
 def _settle(
-    fleet: GroupFleet,
-    handle: MemberHandle,
-    join_timeout_s: float,
-    halt: threading.Event,
-    say: Callable[[str], None],
+    fleet: GroupFleet, handle: MemberHandle, halt: threading.Event, say: Callable[[str], None]
 ) -> None:
     """Wait for the new member's first assignment, so that the next step starts from a
     settled group (an eager group assigns every member at once)."""
-    if not fleet.wait_joined(handle, join_timeout_s, halt) and not halt.is_set():
-        say(f"{handle.name}: no assignment within {join_timeout_s:.0f}s, going on")
+    timeout = fleet.config.join_timeout_s
+    if not fleet.wait_joined(handle, timeout, halt) and not halt.is_set():
+        say(f"{handle.name}: no assignment within {timeout:.0f}s, going on")
