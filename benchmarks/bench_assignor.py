@@ -4,14 +4,20 @@ Kafka's Java StickyAssignor, measured on this kind of machine: 500 topics x 2,00
 partitions to 2,000 consumers in about 11 s with identical subscriptions, and about 21 s
 when the last consumer subscribes only to the first topic. Each case runs the first
 assignment, the second round in which every consumer re-sends its owned partitions, and
-the rebalance after one consumer leaves, three times over; each line shows the best and
-worst of the three, and the smallest and largest assignment as a check that the answer is
-balanced.
+the rebalance after one consumer leaves, five times over; each line shows the best, median
+and worst of the five, and the smallest and largest assignment as a check that the answer
+is balanced.
+
+Every timed call starts after ``gc.collect()``: otherwise a call pays, at random, for the
+full collection that the million tuples built by the previous call set off.
 """
 
 from __future__ import annotations
 
+import gc
+import os
 import resource
+import statistics
 import sys
 import time
 
@@ -34,10 +40,11 @@ def _with_owned(members: list[dict], assignment: dict, generation: int) -> list[
     return [{**m, "owned": assignment.get(m["id"], []), "generation": generation} for m in members]
 
 
-REPEATS = 3
+REPEATS = 5
 
 
 def _run(assignor: str, counts: dict, members: list[dict]) -> tuple[float, dict]:
+    gc.collect()
     started = time.perf_counter()
     result = assign(assignor, counts, members)
     return time.perf_counter() - started, result
@@ -46,7 +53,8 @@ def _run(assignor: str, counts: dict, members: list[dict]) -> tuple[float, dict]
 def _report(label: str, times: list[float], result: dict) -> None:
     sizes = [len(p) for p in result.values()]
     print(
-        f"  {label:<40} best {min(times):6.2f} s  worst {max(times):6.2f} s"
+        f"  {label:<40} best {min(times):6.2f} s  median {statistics.median(times):6.2f} s"
+        f"  worst {max(times):6.2f} s"
         f"   sizes {min(sizes)}..{max(sizes)}",
         flush=True,
     )
@@ -82,13 +90,15 @@ def _scale(assignor: str, variant: bool) -> None:
 def _small() -> None:
     counts = {f"topic-{t}": 100 for t in range(100)}
     members = [{"id": f"consumer-{i:03d}", "topics": list(counts)} for i in range(100)]
-    print("10,000 partitions, 100 consumers (best of 3)")
+    print(f"10,000 partitions, 100 consumers (best / median of {REPEATS})")
     for assignor in ALL:
-        first = assign(assignor, counts, members)
-        again = _with_owned(members, first, 1)
-        fresh = min(_time_once(assignor, counts, members) for _ in range(3))
-        owned = min(_time_once(assignor, counts, again) for _ in range(3))
-        print(f"  {assignor:<20} first {fresh:6.3f} s   with owned partitions {owned:6.3f} s")
+        second = _with_owned(members, assign(assignor, counts, members), 1)
+        leave = _with_owned(members[1:], assign(assignor, counts, second), 2)
+        cells = []
+        for label, group in (("first", members), ("owned re-sent", second), ("one left", leave)):
+            times = [_time_once(assignor, counts, group) for _ in range(REPEATS)]
+            cells.append(f"{label} {min(times):.3f} / {statistics.median(times):.3f} s")
+        print(f"  {assignor:<20} " + "   ".join(cells), flush=True)
 
 
 def _others_at_scale() -> None:
@@ -97,17 +107,23 @@ def _others_at_scale() -> None:
     members = _members(topics, CONSUMERS, False)
     print(f"first assignment, {TOPICS * PARTITIONS:,} partitions, {CONSUMERS:,} consumers")
     for assignor in ("range", "roundrobin", "uniform", "server-range"):
-        runs = [_run(assignor, counts, members) for _ in range(REPEATS)]
-        _report(assignor, [elapsed for elapsed, _ in runs], runs[-1][1])
+        times = []
+        for _ in range(REPEATS):
+            elapsed, result = _run(assignor, counts, members)
+            times.append(elapsed)
+        _report(assignor, times, result)
 
 
 def _time_once(assignor: str, counts: dict, members: list[dict]) -> float:
-    started = time.perf_counter()
-    assign(assignor, counts, members)
-    return time.perf_counter() - started
+    return _run(assignor, counts, members)[0]
+
+
+def _load() -> str:
+    return "load average " + " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 def main() -> None:
+    print(_load(), flush=True)
     _small()
     for assignor in ("sticky", "cooperative-sticky"):
         for variant in (False, True):
@@ -115,6 +131,7 @@ def main() -> None:
     _others_at_scale()
     maxrss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"peak memory (max RSS of this process, all runs) {maxrss_mb:,.0f} MiB")
+    print(_load())
 
 
 if __name__ == "__main__":

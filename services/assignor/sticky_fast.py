@@ -31,20 +31,21 @@ _TOPIC = itemgetter(0)
 _PARTITION = itemgetter(1)
 _FREE = bytes.maketrans(b"\x00\x01", b"\x01\x00")
 
-# One member's owned partitions in Kafka's kept order (partition, then topic): the pairs,
-# their partition numbers and their topic indices.
-_Owned = tuple[list[TopicPartition], list[int], list[int]]
-_NONE: _Owned = ([], [], [])
 
+def _read_owned(
+    values: object, prep: StickyInput, claimed: list[bytearray]
+) -> list[TopicPartition] | None:
+    """One member's owned pairs, marked in ``claimed``, in Kafka's order; None if not plain.
 
-def _read_owned(values: object, prep: StickyInput, claimed: list[bytearray]) -> _Owned | None:
-    """One member's owned partitions, sorted and marked in ``claimed``; None if not plain."""
+    Kafka's order (``ConstrainedAssignmentBuilder`` sorts owned partitions before keeping
+    them) is by partition, then topic.
+    """
     if values is None:
-        return _NONE
+        return []
     if type(values) is not list and type(values) is not tuple:
         return None
     if not values:
-        return _NONE
+        return []
     kinds = set(map(type, values))
     if kinds != {tuple}:
         if not kinds <= {tuple, list}:
@@ -64,26 +65,21 @@ def _read_owned(values: object, prep: StickyInput, claimed: list[bytearray]) -> 
             claimed[t][p] = 1
     except (KeyError, IndexError):
         return None
-    order: list[int] | None = None
     if partitions.count(partitions[0]) == len(partitions):
         if partitions[0] < 0:
             return None
-        if sorted(tix) != tix:
-            order = sorted(range(len(tix)), key=tix.__getitem__)
+        keys = tix
     else:
         keys = list(map(add, map(mul, partitions, repeat(len(prep.topics))), tix))
-        in_order = sorted(keys)
-        if in_order[0] < 0:
-            return None
-        if in_order != keys:
-            order = sorted(range(len(keys)), key=keys.__getitem__)
-    if order is not None:
-        values = list(map(values.__getitem__, order))
-        partitions = list(map(partitions.__getitem__, order))
-        tix = list(map(tix.__getitem__, order))
-    elif type(values) is tuple:
-        values = list(values)
-    return values, partitions, tix
+    in_order = sorted(keys)
+    if in_order[0] < 0:
+        return None
+    if in_order == keys:
+        return values if type(values) is list else list(values)
+    by_key = dict(zip(keys, values, strict=True))
+    if len(by_key) != len(values):
+        return None  # a pair listed twice
+    return list(map(by_key.__getitem__, in_order))
 
 
 class KeptPairsBuilder(ConstrainedBuilder):
@@ -94,7 +90,9 @@ class KeptPairsBuilder(ConstrainedBuilder):
     every id that can be dealt.
     """
 
-    def __init__(self, prep: StickyInput, owned: list[_Owned], claimed: list[bytearray]) -> None:
+    def __init__(
+        self, prep: StickyInput, owned: list[list[TopicPartition]], claimed: list[bytearray]
+    ) -> None:
         super().__init__(prep)
         self.owned = owned
         self.claimed = claimed
@@ -102,12 +100,13 @@ class KeptPairsBuilder(ConstrainedBuilder):
         self.pairs_of: dict[int, TopicPartition] = {}
 
     def _assign_owned(self) -> list[int]:
-        base, claimed = self.prep.base, self.claimed
+        base, claimed, index = self.prep.base, self.claimed, self.prep.topic_index
         for i in self.prep.order:
-            pairs, partitions, tix = self.owned[i]
+            pairs = self.owned[i]
             keep = self.kept[i] = self._quota(i, len(pairs))
             self.assignment[i] = pairs[:keep]  # type: ignore[assignment]
-            for t, p in zip(tix[keep:], partitions[keep:], strict=True):
+            for topic, p in pairs[keep:]:
+                t = index[topic]
                 claimed[t][p] = 0
                 self.revoked.add(base[t] + p)
         unassigned: list[int] = []
@@ -132,13 +131,13 @@ def assign_owned_as_sent(
     if not prep.all_equal or prep.rack_info.enabled or not any(sent):
         return None
     claimed = [bytearray(count) for count in prep.counts]
-    owned: list[_Owned] = []
+    owned: list[list[TopicPartition]] = []
     for values in sent:
         read = _read_owned(values, prep, claimed)
         if read is None:
             return None
         owned.append(read)
-    if sum(len(pairs) for pairs, _, _ in owned) != sum(map(bytearray.count, claimed, repeat(1))):
+    if sum(map(len, owned)) != sum(map(bytearray.count, claimed, repeat(1))):
         return None  # a partition claimed twice: the general path arbitrates
     builder = KeptPairsBuilder(prep, owned, claimed)
     assignment: list[list] = builder.build()
