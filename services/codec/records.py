@@ -10,6 +10,8 @@ as `unknown` records with their bytes, as Kafka's loader skips them
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +21,11 @@ from services.codec.embedded import decode_member_protocols, encode_assignment, 
 from services.codec.encoder import encode_message
 from services.codec.errors import DecodeError, EncodeError
 from services.codec.schema import Message
+
+try:  # the optional C accelerator (services/codec/_speedups.c), built by `pip install`
+    from services.codec._speedups import decode_group_metadata_value as _accelerated
+except ImportError:  # not built: the pure-Python decoders do everything
+    _accelerated = None
 
 Record = dict[str, Any]
 _INT16 = struct.Struct(">h")
@@ -225,8 +232,6 @@ def decode_record(key: bytes, value: bytes | None) -> Record:
         if end == len(key):
             value_fields, end = _FAST_VALUES[type_id, version](value, 2)
             if end == len(value):  # type: ignore[arg-type]
-                if type_id == 2 and value_fields["protocol_type"] == "consumer":
-                    decode_member_protocols(value_fields["members"])
                 return {
                     "record_type": _NAMES[type_id],
                     "key_version": type_id,
@@ -269,7 +274,7 @@ def _decode_record_full(key: bytes, value: bytes | None) -> Record:
         )
     try:
         value_fields = _decode_body(rt.value, version, value)
-        _FAST_VALUES.setdefault((type_id, version), decoder(rt.value, version))
+        _FAST_VALUES.setdefault((type_id, version), _fast_value_decoder(rt, version))
     except DecodeError as error:
         value_fields = _fallback(rt, version, value, error)
     if type_id == 2 and value_fields["protocol_type"] == "consumer":
@@ -282,6 +287,43 @@ def _decode_record_full(key: bytes, value: bytes | None) -> Record:
         "key": key_fields,
         "value": value_fields,
     }
+
+
+def accelerated() -> bool:
+    """Whether the C accelerator decodes GroupMetadataValue (built, and not switched off)."""
+    return _accelerated is not None
+
+
+@contextmanager
+def pure_python() -> Iterator[None]:
+    """Decode with the pure-Python decoders only, within the block (tests, benchmarks)."""
+    global _accelerated
+    saved, _accelerated = _accelerated, None
+    try:
+        yield
+    finally:
+        _accelerated = saved
+
+
+def _fast_value_decoder(rt: RecordType, version: int) -> Decoder:
+    """The hot path's value decoder. GroupMetadataValue's decodes members' consumer protocol
+    too, with the C accelerator where it is built and sure of the bytes."""
+    pure = decoder(rt.value, version)
+    if rt.type_id != 2:
+        return pure
+
+    def group_metadata(value: bytes, pos: int) -> tuple[dict[str, Any], int]:
+        accelerated = _accelerated
+        if accelerated is not None:
+            fields = accelerated(value)
+            if fields is not None:  # None: irregular bytes, for the Python decoder to judge
+                return fields, len(value)
+        fields, end = pure(value, pos)
+        if end == len(value) and fields["protocol_type"] == "consumer":
+            decode_member_protocols(fields["members"])
+        return fields, end
+
+    return group_metadata
 
 
 def _fallback(rt: RecordType, version: int, value: bytes, error: DecodeError) -> dict[str, Any]:
@@ -353,8 +395,10 @@ __all__ = [
     "RECORD_TYPES",
     "DecodeError",
     "Record",
+    "accelerated",
     "decode_record",
     "encode_key",
     "encode_record",
     "encode_value",
+    "pure_python",
 ]
