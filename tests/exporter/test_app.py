@@ -12,7 +12,6 @@ import urllib.request
 from datetime import UTC, datetime
 
 import pytest
-from confluent_kafka import Producer
 from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import Engine
 
@@ -50,12 +49,7 @@ def commit(topic: str, partition: int, offset: int, source_offset: int) -> Offse
 @pytest.fixture
 def exporter(store_engine: Engine, kafka_broker):
     topic = kafka_broker.create_topic(partitions=2)
-    producer = Producer(
-        {"bootstrap.servers": kafka_broker.bootstrap_servers, "batch.num.messages": 1}
-    )
-    for i in range(10):
-        producer.produce(topic, b"m", partition=i % 2)
-        producer.flush(10)
+    kafka_broker.produce(topic, [0, 1] * 5)
     HistoryStore(store_engine).write_batch(
         batch(1, offsets=[commit(topic, 0, 3, 1), commit(topic, 1, 5, 2)])
     )
@@ -109,12 +103,7 @@ def test_a_store_outage_keeps_the_last_metrics_and_counts_errors(exporter) -> No
 
 def test_lag_follows_the_log_between_refreshes(exporter, kafka_broker) -> None:
     app, topic = exporter
-    producer = Producer(
-        {"bootstrap.servers": kafka_broker.bootstrap_servers, "batch.num.messages": 1}
-    )
-    for _ in range(4):
-        producer.produce(topic, b"m", partition=1)
-        producer.flush(10)
+    kafka_broker.produce(topic, [1] * 4)
     deadline = time.monotonic() + 20
     labels = (("group", "payments"), ("topic", topic))
     while time.monotonic() < deadline:
