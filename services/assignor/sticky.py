@@ -52,8 +52,9 @@ def assign_sticky(
     if not members:
         return {}
     prep = StickyInput(counts, members, racks)
-    if sent is not None:
-        fast = assign_owned_as_sent(prep, list(map(owned_as_sent, sent)), cooperative)
+    owned = [] if sent is None else list(map(owned_as_sent, sent))
+    if any(owned):  # else nothing to check or attach: a first assignment
+        fast = assign_owned_as_sent(prep, owned, cooperative)
         if fast is not None:
             return {m.id: pairs for m, pairs in zip(members, fast, strict=True)}
         prep.attach_owned(list(map(with_owned, members, sent)))

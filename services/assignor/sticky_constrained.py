@@ -48,7 +48,10 @@ class ConstrainedBuilder:
         return self.assignment
 
     def _assign_owned(self) -> list[int]:
-        """Step 1: members keep owned partitions up to their quota; returns the others."""
+        """``assignOwnedPartitions``: members keep owned partitions up to their quota.
+
+        Returns the partitions left to deal, in global-id order.
+        """
         prep = self.prep
         rack_info = prep.rack_info
         by_partition_then_topic = (
@@ -71,7 +74,7 @@ class ConstrainedBuilder:
         return list(filterfalse(assigned.__contains__, everything) if assigned else everything)
 
     def _quota(self, member: int, owned: int) -> int:
-        """How many of its ``owned`` (sorted) partitions a member keeps, in Kafka's order.
+        """How many of its ``owned`` (sorted) partitions a member keeps (``assignOwnedPartitions``).
 
         Under ``minQuota`` it keeps all and waits for more; the first ``P % N`` members
         owning at least ``maxQuota`` keep that many; every other member keeps ``minQuota``

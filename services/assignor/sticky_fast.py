@@ -20,7 +20,7 @@ one by one in ``StickyInput``. Both paths give the same assignment; the property
 from __future__ import annotations
 
 from collections.abc import Sequence
-from itertools import compress, repeat
+from itertools import chain, compress, repeat
 from operator import add, itemgetter, mul
 
 from services.assignor.model import TopicPartition
@@ -30,22 +30,24 @@ from services.assignor.sticky_input import StickyInput
 _TOPIC = itemgetter(0)
 _PARTITION = itemgetter(1)
 _FREE = bytes.maketrans(b"\x00\x01", b"\x01\x00")
+_FEW_FREE = 8  # up to this many free partitions in a topic are found by search
+_CHUNK = 4096  # owned pairs checked at a time
 
 
-def _read_owned(
-    values: object, prep: StickyInput, claimed: list[bytearray]
-) -> list[TopicPartition] | None:
-    """One member's owned pairs, marked in ``claimed``, in Kafka's order; None if not plain.
+def _read_chunk(
+    chunk: list[list | tuple], prep: StickyInput, claimed: list[bytearray]
+) -> list[list[TopicPartition]] | None:
+    """Some members' owned pairs, marked in ``claimed``, each member's in Kafka's order.
 
-    Kafka's order (``ConstrainedAssignmentBuilder`` sorts owned partitions before keeping
-    them) is by partition, then topic.
+    Kafka's order is the one ``ConstrainedAssignmentBuilder.assignOwnedPartitions`` sorts
+    owned partitions into before keeping them: by partition, then topic. None if an entry
+    is not a plain pair of a subscribed topic's existing partition. The members' pairs are
+    checked together, a few thousand at a time, so that they are still in the CPU's cache
+    from one pass to the next.
     """
-    if values is None:
-        return []
-    if type(values) is not list and type(values) is not tuple:
-        return None
+    values = list(chain.from_iterable(chunk))
     if not values:
-        return []
+        return [[] for _ in chunk]
     kinds = set(map(type, values))
     if kinds != {tuple}:
         if not kinds <= {tuple, list}:
@@ -65,25 +67,48 @@ def _read_owned(
             claimed[t][p] = 1
     except (KeyError, IndexError):
         return None
-    if partitions.count(partitions[0]) == len(partitions):
-        if partitions[0] < 0:
+    owned: list[list[TopicPartition]] = []
+    end = 0
+    for member in chunk:
+        start, end = end, end + len(member)
+        if start == end:
+            owned.append([])
+            continue
+        mine = partitions[start:end]
+        if mine.count(mine[0]) == len(mine):
+            if mine[0] < 0:
+                return None
+            keys = tix[start:end]
+        else:
+            keys = list(map(add, map(mul, mine, repeat(len(prep.topics))), tix[start:end]))
+        in_order = sorted(keys)
+        if in_order[0] < 0:
             return None
-        keys = tix
-    else:
-        keys = list(map(add, map(mul, partitions, repeat(len(prep.topics))), tix))
-    in_order = sorted(keys)
-    if in_order[0] < 0:
-        return None
-    if in_order == keys:
-        return values if type(values) is list else list(values)
-    by_key = dict(zip(keys, values, strict=True))
-    if len(by_key) != len(values):
-        return None  # a pair listed twice
-    return list(map(by_key.__getitem__, in_order))
+        if in_order == keys:
+            owned.append(values[start:end])
+            continue
+        by_key = dict(zip(keys, values[start:end], strict=True))
+        if len(by_key) != len(keys):
+            return None  # a pair listed twice
+        owned.append(list(map(by_key.__getitem__, in_order)))
+    return owned
+
+
+def _free(marks: bytearray) -> list[int]:
+    """The unmarked partitions of one topic, in order."""
+    if marks.count(0) > _FEW_FREE:
+        return list(compress(range(len(marks)), marks.translate(_FREE)))
+    free = []
+    p = marks.find(0)
+    while p >= 0:
+        free.append(p)
+        p = marks.find(0, p + 1)
+    return free
 
 
 class KeptPairsBuilder(ConstrainedBuilder):
-    """``ConstrainedBuilder`` on owned partitions read by ``_read_owned``.
+    """``ConstrainedBuilder`` (Kafka's ``ConstrainedAssignmentBuilder``) on owned partitions
+    read by ``_read_chunk``: the same quotas, order and round robin.
 
     A member's list starts with the (topic, partition) pairs it keeps, ``kept[i]`` of
     them, and goes on with the global ids dealt to it; ``pairs_of`` gives the pair of
@@ -111,10 +136,9 @@ class KeptPairsBuilder(ConstrainedBuilder):
                 self.revoked.add(base[t] + p)
         unassigned: list[int] = []
         for topic, start, marks in zip(self.prep.topics, base, claimed, strict=True):
-            free = marks.translate(_FREE)
-            ids = list(compress(range(start, start + len(marks)), free))
-            pairs = zip(repeat(topic), compress(range(len(marks)), free))
-            self.pairs_of.update(zip(ids, pairs, strict=True))
+            free = _free(marks)
+            ids = list(map(start.__add__, free))
+            self.pairs_of.update(zip(ids, zip(repeat(topic), free), strict=True))
             unassigned.extend(ids)
         return unassigned
 
@@ -130,13 +154,24 @@ def assign_owned_as_sent(
     """
     if not prep.all_equal or prep.rack_info.enabled or not any(sent):
         return None
+    lists: list[list | tuple] = []
+    for values in sent:
+        if values is None:
+            values = []
+        elif type(values) is not list and type(values) is not tuple:
+            return None
+        lists.append(values)
     claimed = [bytearray(count) for count in prep.counts]
     owned: list[list[TopicPartition]] = []
-    for values in sent:
-        read = _read_owned(values, prep, claimed)
-        if read is None:
-            return None
-        owned.append(read)
+    first = size = 0
+    for last, values in enumerate(lists, start=1):
+        size += len(values)
+        if size >= _CHUNK or last == len(lists):
+            read = _read_chunk(lists[first:last], prep, claimed)
+            if read is None:
+                return None
+            owned.extend(read)
+            first, size = last, 0
     if sum(map(len, owned)) != sum(map(bytearray.count, claimed, repeat(1))):
         return None  # a partition claimed twice: the general path arbitrates
     builder = KeptPairsBuilder(prep, owned, claimed)

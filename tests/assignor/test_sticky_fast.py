@@ -8,10 +8,12 @@ raise the same error for every input, whether the fast path runs or declines.
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-from services.assignor import AssignmentError, assign
+from services.assignor import AssignmentError, assign, sticky_fast
 from services.assignor.model import (
     Member,
     check_partition_counts,
@@ -28,6 +30,17 @@ TOPICS = ["a", "b", "c"]
 # "Aa" and "BB" (and their concatenations) share Java's String.hashCode: HashMap order ties.
 IDS = ["Aa", "BB", "AaAa", "BBBB", "AaBB", "BBAa", "c1", "c2", "c10", "m-3"]
 GENERATIONS = [None, -1, 1, 2, 3]
+# Owned pairs are read a chunk of members at a time; small chunks cross member boundaries.
+chunks_st = st.sampled_from([1, 2, 5, sticky_fast._CHUNK])
+
+
+@contextmanager
+def chunk_size(size: int):
+    saved, sticky_fast._CHUNK = sticky_fast._CHUNK, size
+    try:
+        yield
+    finally:
+        sticky_fast._CHUNK = saved
 
 
 def general(assignor, counts, members, racks=None):
@@ -172,27 +185,29 @@ def _spoil(draw, kind, members, counts):
 
 
 @settings(max_examples=400, deadline=None)
-@given(groups(spoil=False), st.sampled_from(STICKY))
-def test_plain_groups_take_the_fast_path_and_match_the_general_path(group, assignor):
+@given(groups(spoil=False), st.sampled_from(STICKY), chunks_st)
+def test_plain_groups_take_the_fast_path_and_match_the_general_path(group, assignor, chunk):
     counts, members = group
     expected = general(assignor, counts, members)
-    assert assign(assignor, counts, members) == expected
-    subscribed = {t for m in members for t in m["topics"] if counts[t] > 0}
-    plain = all(tp[0] in subscribed for m in members for tp in m["owned"])
-    prep = StickyInput(check_partition_counts(counts), to_members(members), {})
-    if plain and prep.all_equal and any(m["owned"] for m in members):
-        assert fast(assignor, counts, members) == expected
-        event("plain: fast path")
-    else:
-        event("plain: general path")
+    with chunk_size(chunk):
+        assert assign(assignor, counts, members) == expected
+        subscribed = {t for m in members for t in m["topics"] if counts[t] > 0}
+        plain = all(tp[0] in subscribed for m in members for tp in m["owned"])
+        prep = StickyInput(check_partition_counts(counts), to_members(members), {})
+        if plain and prep.all_equal and any(m["owned"] for m in members):
+            assert fast(assignor, counts, members) == expected
+            event("plain: fast path")
+        else:
+            event("plain: general path")
 
 
 @settings(max_examples=400, deadline=None)
-@given(groups(spoil=True), st.sampled_from(STICKY))
-def test_spoiled_groups_match_the_general_path_including_errors(group, assignor):
+@given(groups(spoil=True), st.sampled_from(STICKY), chunks_st)
+def test_spoiled_groups_match_the_general_path_including_errors(group, assignor, chunk):
     counts, members = group
     expected = outcome(general, assignor, counts, _sent(members))
-    got = outcome(assign, assignor, counts, _sent(members))
+    with chunk_size(chunk):
+        got = outcome(assign, assignor, counts, _sent(members))
     assert got == expected
     event(f"spoiled: {got[0]}")
 
