@@ -229,69 +229,20 @@ put(PyObject *dict, PyObject *key, PyObject *value)
 
 /* -- the embedded consumer protocol (never flexible) ------------------------------------ */
 
-/* [](INT32 count)INT32, as a list of ints. */
-static int
-read_int32_array(Reader *r, PyObject **out)
-{
-    int64_t count;
-    CHECK(read_length(r, 0, 4, 0, 4, &count));
-    PyObject *list = PyList_New((Py_ssize_t)count);
-    if (list == NULL)
-        return python_failure();
-    for (Py_ssize_t i = 0; i < (Py_ssize_t)count; i++) {
-        int64_t value = 0;
-        read_i32(r, &value); /* in bounds: checked with the count */
-        PyObject *item = PyLong_FromLongLong(value);
-        if (item == NULL) {
-            Py_DECREF(list);
-            return python_failure();
-        }
-        PyList_SET_ITEM(list, i, item);
-    }
-    *out = list;
-    return OK;
-}
+typedef int (*ItemReader)(Reader *, PyObject **);
 
-/* []TopicPartition: [{"topic": str, "partitions": [int]}]. */
+/* An array (INT32 count) as a list; `unit`: the least bytes one item takes. */
 static int
-read_topic_partitions(Reader *r, PyObject **out)
+read_array(Reader *r, int64_t unit, ItemReader read_item, PyObject **out)
 {
     int64_t count;
-    CHECK(read_length(r, 0, 4, 0, 1, &count));
-    PyObject *list = PyList_New((Py_ssize_t)count);
-    if (list == NULL)
-        return python_failure();
-    for (Py_ssize_t i = 0; i < (Py_ssize_t)count; i++) {
-        PyObject *tp = PyDict_New();
-        int rc = tp == NULL ? python_failure() : OK;
-        if (rc == OK) {
-            PyList_SET_ITEM(list, i, tp);
-            PyObject *v = NULL;
-            if ((rc = read_string(r, 0, 0, 1, &v)) == OK && (rc = put(tp, k_topic, v)) == OK &&
-                (rc = read_int32_array(r, &v)) == OK)
-                rc = put(tp, k_partitions, v);
-        }
-        if (rc != OK) {
-            Py_DECREF(list);
-            return rc;
-        }
-    }
-    *out = list;
-    return OK;
-}
-
-/* [](INT32 count)STRING, as a list of str. */
-static int
-read_string_array(Reader *r, PyObject **out)
-{
-    int64_t count;
-    CHECK(read_length(r, 0, 4, 0, 1, &count));
+    CHECK(read_length(r, 0, 4, 0, unit, &count));
     PyObject *list = PyList_New((Py_ssize_t)count);
     if (list == NULL)
         return python_failure();
     for (Py_ssize_t i = 0; i < (Py_ssize_t)count; i++) {
         PyObject *item = NULL;
-        int rc = read_string(r, 0, 0, 1, &item);
+        int rc = read_item(r, &item);
         if (rc != OK) {
             Py_DECREF(list);
             return rc;
@@ -299,6 +250,42 @@ read_string_array(Reader *r, PyObject **out)
         PyList_SET_ITEM(list, i, item);
     }
     *out = list;
+    return OK;
+}
+
+static int
+read_int32_item(Reader *r, PyObject **out)
+{
+    int64_t value;
+    CHECK(read_i32(r, &value));
+    *out = PyLong_FromLongLong(value);
+    return *out == NULL ? python_failure() : OK;
+}
+
+/* One of the embedded protocol's topic names. */
+static int
+read_topic(Reader *r, PyObject **out)
+{
+    return read_string(r, 0, 0, 1, out);
+}
+
+/* TopicPartition: {"topic": str, "partitions": [int]}. */
+static int
+read_topic_partition(Reader *r, PyObject **out)
+{
+    PyObject *tp = PyDict_New();
+    if (tp == NULL)
+        return python_failure();
+    PyObject *v = NULL;
+    int rc;
+    if ((rc = read_topic(r, &v)) == OK && (rc = put(tp, k_topic, v)) == OK &&
+        (rc = read_array(r, 4, read_int32_item, &v)) == OK)
+        rc = put(tp, k_partitions, v);
+    if (rc != OK) {
+        Py_DECREF(tp);
+        return rc;
+    }
+    *out = tp;
     return OK;
 }
 
@@ -309,7 +296,7 @@ subscription_fields(Reader *r, int v, PyObject *d)
 {
     int64_t generation_id = -1;
     if (v >= 0) {
-        PUT_READ(d, k_topics, read_string_array(r, &_v));
+        PUT_READ(d, k_topics, read_array(r, 1, read_topic, &_v));
         PUT_READ(d, k_user_data, read_bytes(r, 0, 1, &_v));
     }
     else {
@@ -317,7 +304,7 @@ subscription_fields(Reader *r, int v, PyObject *d)
         CHECK(put(d, k_user_data, Py_NewRef(Py_None)));
     }
     if (v >= 1)
-        PUT_READ(d, k_owned_partitions, read_topic_partitions(r, &_v));
+        PUT_READ(d, k_owned_partitions, read_array(r, 1, read_topic_partition, &_v));
     else
         CHECK(put(d, k_owned_partitions, PyList_New(0)));
     if (v >= 2)
@@ -338,7 +325,7 @@ assignment_fields(Reader *r, int v, PyObject *d)
         CHECK(put(d, k_assigned_partitions, PyList_New(0)));
         return put(d, k_user_data, Py_NewRef(Py_None));
     }
-    PUT_READ(d, k_assigned_partitions, read_topic_partitions(r, &_v));
+    PUT_READ(d, k_assigned_partitions, read_array(r, 1, read_topic_partition, &_v));
     PUT_READ(d, k_user_data, read_bytes(r, 0, 1, &_v));
     return OK;
 }
