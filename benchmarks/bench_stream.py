@@ -3,10 +3,17 @@
 Targets (issue "The streaming job"): >= 500,000 offset-commit records/s end to end
 (source -> decode -> PostgreSQL) on local[2], sustained over >= 20 M records; rebalance
 analysis of 1,000 groups x 20 members in one batch within a 5 s trigger; driver plus
-executors under 4 GB.
+executors under 4 GB; a restart catches up with the backlog it left within 30 s.
+
+Each run is a fresh `groupscope stream --once` process, so its wall time includes
+start-up. The timeline (from the job's own log timestamps) splits it: start-up until the
+first batch begins (Python, the embedded PostgreSQL, the JVM, query start), the first
+(cold) batch, the later batches, the gaps between batches, and shutdown.
 
 Environment: GROUPSCOPE_BENCH_RECORDS (default 20,000,000), GROUPSCOPE_BENCH_FILES
-(records per replay file, default 1,000,000).
+(records per replay file, default 1,000,000), GROUPSCOPE_BENCH_BACKLOG (records left
+behind for the restart case, default 4,000,000), GROUPSCOPE_BENCH_CASES (default
+commits,rebalances,restart).
 """
 
 from __future__ import annotations
@@ -18,6 +25,8 @@ import sys
 import tempfile
 import threading
 import time
+from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 import pyarrow as pa
@@ -167,14 +176,24 @@ class PeakMemory(threading.Thread):
             time.sleep(0.5)
 
 
-def run_stream(capture: Path, work: Path, extra: list[str]) -> tuple[float, str, int]:
+@dataclass
+class Run:
+    """One `groupscope stream --once` process: wall time, log and peak memory."""
+
+    started: float  # epoch seconds at launch
+    wall: float
+    log: str
+    peak: int
+
+
+def run_stream(capture: Path, work: Path, extra: list[str]) -> Run:
     env = {
         **os.environ,
         "GROUPSCOPE_DATA_DIR": str(work / "data"),
         "GROUPSCOPE_MASTER": "local[2]",
         "GROUPSCOPE_SPARK_MASTER": "local[2]",
     }
-    started = time.perf_counter()
+    launched, started = time.time(), time.perf_counter()
     process = subprocess.Popen(
         [
             sys.executable,
@@ -199,47 +218,113 @@ def run_stream(capture: Path, work: Path, extra: list[str]) -> tuple[float, str,
     memory.running = False
     if process.returncode:
         raise RuntimeError(err[-3000:])
-    return time.perf_counter() - started, err, memory.peak
+    return Run(launched, time.perf_counter() - started, err, memory.peak)
+
+
+def batch_lines(log: str) -> list[str]:
+    return [line for line in log.splitlines() if "groupscope.stream batch" in line]
 
 
 def batch_seconds(log: str) -> list[float]:
-    return [
-        float(line.rsplit(" ", 1)[1].rstrip("s"))
-        for line in log.splitlines()
-        if "groupscope.stream batch" in line
+    return [float(line.rsplit(" ", 1)[1].rstrip("s")) for line in batch_lines(log)]
+
+
+def batch_records(log: str) -> int:
+    return sum(int(line.split(": ", 1)[1].split(" ", 1)[0]) for line in batch_lines(log))
+
+
+def logged_at(line: str) -> float:
+    """Epoch seconds of a log line (`%(asctime)s`, local time, milliseconds)."""
+    return datetime.strptime(line[:23], "%Y-%m-%d %H:%M:%S,%f").timestamp()
+
+
+def timeline(run: Run) -> str:
+    """Where the wall time went: start-up, first batch, later batches, gaps, shutdown."""
+    ends = [logged_at(line) for line in batch_lines(run.log)]
+    seconds = batch_seconds(run.log)
+    if not ends:
+        return f"no batches in {run.wall:.1f}s"
+    starts = [end - s for end, s in zip(ends, seconds, strict=True)]
+    store = [logged_at(line) for line in run.log.splitlines() if "history store" in line]
+    gaps = [start - end for start, end in zip(starts[1:], ends, strict=False)]
+    later = sum(seconds[1:])
+    parts = [
+        f"start-up {starts[0] - run.started:.1f}s"
+        + (f" (embedded PostgreSQL up at {store[0] - run.started:.1f}s)" if store else ""),
+        f"first batch {seconds[0]:.1f}s",
+        f"{len(seconds) - 1} later batches {later:.1f}s",
+        f"gaps between batches {sum(gaps):.1f}s (max {max(gaps, default=0):.2f}s)",
+        f"shutdown {run.started + run.wall - ends[-1]:.1f}s",
     ]
+    return ", ".join(parts)
+
+
+def commits_case(root: Path, total: int, per_file: int) -> None:
+    """20 M offset commits in batches of 4 files: end to end, and after the first batch."""
+    started = time.perf_counter()
+    write_commits(root / "commits", total, per_file)
+    print(f"wrote {total:,} offset commits in {time.perf_counter() - started:.0f}s", flush=True)
+    run = run_stream(root / "commits", root / "w1", ["--max-files-per-trigger", "4"])
+    seconds = batch_seconds(run.log)
+    steady = sum(seconds[1:]) or sum(seconds)
+    print(
+        f"offset commits end to end: {total / run.wall:,.0f} records/s over {total:,} "
+        f"({run.wall:.1f}s wall incl. Spark start); batches: {len(seconds)}, "
+        f"{sum(seconds):.1f}s in batches, after the first: "
+        f"{total * (len(seconds) - 1) / max(len(seconds), 1) / steady:,.0f} records/s; "
+        f"peak memory {run.peak / 2**30:.2f} GiB",
+        flush=True,
+    )
+    print(f"  timeline: {timeline(run)}", flush=True)
+
+
+def restart_case(root: Path, first: int, backlog: int, per_file: int) -> None:
+    """A job stops after `first` records while `backlog` more arrive; the restart resumes
+    from the checkpoint. Caught up = the restarted `--once` run has processed the whole
+    backlog (its last batch is written); the target is 30 s from the restart."""
+    staging, capture = root / "restart-all", root / "restart"
+    write_commits(staging, first + backlog, per_file)
+    files = sorted((staging / "records").iterdir())
+    (capture / "records").mkdir(parents=True)
+    before = -(-first // per_file)
+    for f in files[:before]:
+        f.rename(capture / "records" / f.name)
+    run_stream(capture, root / "w3", ["--max-files-per-trigger", "4"])
+    for f in files[before:]:
+        f.rename(capture / "records" / f.name)
+    run = run_stream(capture, root / "w3", ["--max-files-per-trigger", "4"])
+    ends = [logged_at(line) for line in batch_lines(run.log)]
+    caught_up = (ends[-1] - run.started) if ends else float("nan")
+    print(
+        f"restart with a backlog of {batch_records(run.log):,} records "
+        f"(after {first:,}): caught up {caught_up:.1f}s after the restart "
+        f"({len(ends)} batches, {run.wall:.1f}s wall to exit)",
+        flush=True,
+    )
+    print(f"  timeline: {timeline(run)}", flush=True)
 
 
 def main() -> None:
     total = int(os.environ.get("GROUPSCOPE_BENCH_RECORDS", "20000000"))
     per_file = int(os.environ.get("GROUPSCOPE_BENCH_FILES", "1000000"))
+    backlog = int(os.environ.get("GROUPSCOPE_BENCH_BACKLOG", "4000000"))
+    cases = os.environ.get("GROUPSCOPE_BENCH_CASES", "commits,rebalances,restart").split(",")
     with tempfile.TemporaryDirectory(prefix="gs-bench-") as tmp:
         root = Path(tmp)
-        started = time.perf_counter()
-        write_commits(root / "commits", total, per_file)
-        print(f"wrote {total:,} offset commits in {time.perf_counter() - started:.0f}s", flush=True)
-        wall, log, peak = run_stream(
-            root / "commits", root / "w1", ["--max-files-per-trigger", "4"]
-        )
-        seconds = batch_seconds(log)
-        steady = sum(seconds[1:]) or sum(seconds)
-        print(
-            f"offset commits end to end: {total / wall:,.0f} records/s over {total:,} "
-            f"({wall:.1f}s wall incl. Spark start); batches: {len(seconds)}, "
-            f"{sum(seconds):.1f}s in batches, after the first: "
-            f"{total * (len(seconds) - 1) / max(len(seconds), 1) / steady:,.0f} records/s; "
-            f"peak memory {peak / 2**30:.2f} GiB",
-            flush=True,
-        )
-
-        write_rebalances(root / "rebalances", 1_000, 20)
-        wall, log, peak = run_stream(root / "rebalances", root / "w2", [])
-        print(
-            f"1,000 groups x 20 members rebalancing in one batch: batch "
-            f"{batch_seconds(log)} s (wall {wall:.1f}s incl. Spark start), "
-            f"peak memory {peak / 2**30:.2f} GiB",
-            flush=True,
-        )
+        if "commits" in cases:
+            commits_case(root, total, per_file)
+        if "rebalances" in cases:
+            write_rebalances(root / "rebalances", 1_000, 20)
+            run = run_stream(root / "rebalances", root / "w2", [])
+            print(
+                f"1,000 groups x 20 members rebalancing in one batch: batch "
+                f"{batch_seconds(run.log)} s (wall {run.wall:.1f}s incl. Spark start), "
+                f"peak memory {run.peak / 2**30:.2f} GiB",
+                flush=True,
+            )
+            print(f"  timeline: {timeline(run)}", flush=True)
+        if "restart" in cases:
+            restart_case(root, min(total, 4 * per_file), backlog, per_file)
 
 
 if __name__ == "__main__":
