@@ -17,6 +17,7 @@ Conflicts resolve by natural key plus source position, so a replayed batch is a 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict
 
 import psycopg
@@ -238,29 +239,28 @@ class HistoryStore:
         connection dies mid-batch, and `BatchRejectedError` when the data breaks a
         constraint. In both cases the transaction rolled back.
         """
-        try:
-            with self.engine.begin() as conn:
-                raw = conn.connection.driver_connection
-                with raw.cursor() as cursor:
-                    _stage(cursor, batch)
-                    _merge(cursor, batch)
-        except (DBAPIError, psycopg.Error) as exc:
-            raise _store_error(
-                exc, f"batch {batch.batch_id} of {batch.source} not written"
-            ) from exc
+        with self._transaction(f"batch {batch.batch_id} of {batch.source} not written") as cur:
+            _stage(cur, batch)
+            _merge(cur, batch)
 
     def report_status(self, status: PipelineReport) -> None:
         """Record whether the job has caught up with its source, between batches.
 
         Raises `StoreUnavailableError` or `BatchRejectedError` like `write_batch`.
         """
+        with self._transaction(f"status of {status.source} not written") as cursor:
+            cursor.execute(REPORT_STATUS, asdict(status))
+
+    @contextmanager
+    def _transaction(self, failure: str) -> Iterator[psycopg.Cursor]:
+        """A psycopg cursor in one transaction; errors become store errors naming `failure`."""
         try:
             with self.engine.begin() as conn:
                 raw = conn.connection.driver_connection
                 with raw.cursor() as cursor:
-                    cursor.execute(REPORT_STATUS, asdict(status))
+                    yield cursor
         except (DBAPIError, psycopg.Error) as exc:
-            raise _store_error(exc, f"status of {status.source} not written") from exc
+            raise _store_error(exc, failure) from exc
 
     def progress(self, source: str) -> dict[int, tuple[int, int]]:
         """`{source partition: (last processed offset, batch id)}` as stored."""
