@@ -10,7 +10,9 @@
 - `generations.state` (stable, empty or rebalancing: a cooperative revocation round) and
   `generations.partition_count`, so that the exporter does not unpack assignments.
 - `decode_failures.category`: a short, bounded reason for counting by label.
-- An index on `rebalances.time` for storm windows over all groups.
+- An index on `rebalances.time` for storm windows over all groups, and one on each
+  group's generations by source position, so that the latest generation of every group
+  is an index probe per group rather than a sort of the whole history.
 
 Revision ID: 0003
 Revises: 0002
@@ -57,9 +59,15 @@ def upgrade() -> None:
     op.add_column("generations", sa.Column("partition_count", sa.Integer(), nullable=True))
     op.add_column("decode_failures", sa.Column("category", sa.Text(), nullable=True))
     op.create_index(op.f("ix_rebalances_time"), "rebalances", ["time"])
+    op.create_index(
+        "ix_generations_group_name_source",
+        "generations",
+        ["group_name", "source_partition", "source_offset"],
+    )
 
 
 def downgrade() -> None:
+    op.drop_index("ix_generations_group_name_source", table_name="generations")
     op.drop_index(op.f("ix_rebalances_time"), table_name="rebalances")
     op.drop_column("decode_failures", "category")
     op.drop_column("generations", "partition_count")

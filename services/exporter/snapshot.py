@@ -27,11 +27,12 @@ SELECT g.name, g.type, extract(epoch FROM g.deleted_at)::float8, g.commits_total
     l.generation, l.protocol_type, l.assignor, l.member_count, l.state, l.partition_count,
     extract(epoch FROM l.time)::float8
 FROM groups g
-LEFT JOIN (
-    SELECT DISTINCT ON (group_name) *
-    FROM generations
-    ORDER BY group_name, source_partition DESC, source_offset DESC
-) l ON l.group_name = g.name
+LEFT JOIN LATERAL (
+    SELECT * FROM generations
+    WHERE group_name = g.name
+    ORDER BY source_partition DESC, source_offset DESC
+    LIMIT 1
+) l ON true
 """
 
 REBALANCES = """

@@ -95,6 +95,9 @@ class Generation(Base):
     __table_args__ = (
         UniqueConstraint("source_partition", "source_offset"),
         Index("ix_generations_group_name_time", "group_name", "time"),
+        Index(
+            "ix_generations_group_name_source", "group_name", "source_partition", "source_offset"
+        ),
     )
 
     id: Mapped[int] = mapped_column(BigInteger, Identity(always=False), primary_key=True)
