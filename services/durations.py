@@ -15,3 +15,18 @@ def duration_ms(text: str) -> int:
     if not match:
         raise ValueError(f"bad duration {text!r}: use e.g. 500ms, 90s, 10m, 1h")
     return int(float(match.group(1)) * _UNITS_MS[match.group(2) or "s"])
+
+
+def seconds_flag(flag: str, text: str, positive: bool = True) -> float:
+    """Seconds in a command-line duration flag; a one-line `UsageError` otherwise."""
+    from services.cli import UsageError
+
+    try:
+        seconds = duration_ms(text) / 1000
+    except ValueError:
+        raise UsageError(
+            f"{flag} expects a duration such as 5s, 500ms or 1m, got {text!r}"
+        ) from None
+    if positive and seconds <= 0:
+        raise UsageError(f"{flag} must be positive, got {text!r}")
+    return seconds

@@ -102,15 +102,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def parse_seconds(text: str) -> float:
-    from services.cli import UsageError
-    from services.durations import duration_ms
+    """The --trigger interval in seconds (0 runs batches back to back)."""
+    from services.durations import seconds_flag
 
-    try:
-        return duration_ms(text) / 1000
-    except ValueError:
-        raise UsageError(
-            f"--trigger expects a duration such as 5s, 500ms or 1m, got {text!r}"
-        ) from None
+    return seconds_flag("--trigger", text, positive=False)
 
 
 def resolve_source(args: argparse.Namespace) -> tuple[str, Path | None]:

@@ -201,8 +201,7 @@ def report(engine: Engine, exporter, workdir: Path, args: argparse.Namespace) ->
         recent = [e for e in entries if e.time >= since] or entries
         print(f"\nPostmortem timeline of {stormy} (groupscope postmortem {stormy})")
         print(timeline_text(stormy, recent[-8:]))
-    host = "localhost" if args.host in ("0.0.0.0", "") else args.host
-    url = f"http://{host}:{exporter.port}/metrics"
+    url = exporter.metrics_url
     exposition = exporter.exposition.plain.decode()
     key = [
         line

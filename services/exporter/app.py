@@ -155,6 +155,13 @@ class Exporter:
             raise RuntimeError("the exporter is not serving")
         return self._server.server_address[1]
 
+    @property
+    def metrics_url(self) -> str:
+        """Where to scrape, as a person on this machine would open it."""
+        host = self.config.host
+        shown = "localhost" if host in ("0.0.0.0", "::", "") else host
+        return f"http://{shown}:{self.port}/metrics"
+
     def stop(self) -> None:
         self._stop.set()
         if self._server is not None:

@@ -86,22 +86,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-def _seconds(flag: str, text: str) -> float:
-    from services.cli import UsageError
-    from services.durations import duration_ms
-
-    try:
-        value = duration_ms(text) / 1000
-    except ValueError:
-        raise UsageError(f"{flag} expects a duration such as 15s or 1m, got {text!r}") from None
-    if value <= 0:
-        raise UsageError(f"{flag} must be positive, got {text!r}")
-    return value
-
-
 def config_from(args: argparse.Namespace):  # -> ExporterConfig
     """Validate the flags into an ExporterConfig (UsageError on bad input)."""
     from services.cli import UsageError
+    from services.durations import seconds_flag
     from services.exporter.app import ExporterConfig
 
     if not 0 <= args.port <= 65535:
@@ -113,9 +101,9 @@ def config_from(args: argparse.Namespace):  # -> ExporterConfig
     return ExporterConfig(
         host=args.host,
         port=args.port,
-        interval_s=_seconds("--interval", args.interval),
+        interval_s=seconds_flag("--interval", args.interval),
         storm_rebalances=args.storm_rebalances,
-        storm_window_s=_seconds("--storm-window", args.storm_window),
+        storm_window_s=seconds_flag("--storm-window", args.storm_window),
         per_partition=args.per_partition,
         history_depth=args.lag_history,
     )
@@ -159,7 +147,7 @@ def _serve(args: argparse.Namespace) -> int:
                     f"cannot listen on {config.host}:{config.port}: {exc.strerror}"
                 ) from None
             print(
-                f"groupscope exporter: http://{_shown(config.host)}:{exporter.port}/metrics "
+                f"groupscope exporter: {exporter.metrics_url} "
                 f"({exporter.exposition.samples} samples; store {redacted(url)}; "
                 f"lag {'from ' + args.bootstrap_servers if fetch else 'off'})",
                 file=sys.stderr,
@@ -175,7 +163,3 @@ def _serve(args: argparse.Namespace) -> int:
         finally:
             engine.dispose()
     return 0
-
-
-def _shown(host: str) -> str:
-    return "localhost" if host in ("0.0.0.0", "::", "") else host

@@ -9,7 +9,7 @@ against prometheus-client's parser in the tests and scraped by a real Prometheus
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -207,10 +207,3 @@ def _offset_families(
     for i in np.nonzero(known)[0].tolist() if partition_labels else ():
         f["partition_lag"].append((partition_labels[i], int(lag.lag[i])))
         f["partition_lag_seconds"].append((partition_labels[i], round(float(lag.seconds[i]), 3)))
-
-
-def lines(text: bytes) -> Iterator[str]:
-    """The sample lines of an exposition (no comments), for tests and the demo."""
-    for line in text.decode().splitlines():
-        if line and not line.startswith("#"):
-            yield line
