@@ -8,7 +8,8 @@
   counted once, including the ones a later commit of the same partition superseded in
   the same batch (`offset_history.commit_count` keeps each batch's share).
 - `generations.state` (stable, empty or rebalancing: a cooperative revocation round) and
-  `generations.partition_count`, so that the exporter does not unpack assignments.
+  `generations.partition_count`, so that the exporter does not unpack assignments;
+  existing generations are filled in from their members.
 - `decode_failures.category`: a short, bounded reason for counting by label.
 - An index on `rebalances.time` for storm windows over all groups, and one on each
   group's generations by source position, so that the latest generation of every group
@@ -57,6 +58,20 @@ def upgrade() -> None:
     op.add_column("offset_history", sa.Column("commit_count", sa.Integer(), nullable=True))
     op.add_column("generations", sa.Column("state", sa.Text(), nullable=True))
     op.add_column("generations", sa.Column("partition_count", sa.Integer(), nullable=True))
+    # Generations written before this revision: stable or empty by their members (a
+    # cooperative revocation round cannot be told apart afterwards), and the partitions
+    # their members' assignments hold.
+    op.execute(
+        "UPDATE generations SET state = CASE WHEN member_count > 0 THEN 'stable' ELSE 'empty' END"
+    )
+    op.execute(
+        """
+        UPDATE generations g SET partition_count = (
+            SELECT coalesce(sum(json_array_length(e.value)), 0)
+            FROM generation_members m, json_each(m.assignment) e
+            WHERE m.generation_pk = g.id)
+        """
+    )
     op.add_column("decode_failures", sa.Column("category", sa.Text(), nullable=True))
     op.create_index(op.f("ix_rebalances_time"), "rebalances", ["time"])
     op.create_index(

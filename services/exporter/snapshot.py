@@ -100,7 +100,7 @@ class GroupRow:
     protocol_type: str | None
     assignor: str | None
     members: int | None
-    state: str | None
+    state: str | None  # None when the group has no generation
     partitions: int | None
     generation_time: float | None
 
@@ -112,9 +112,7 @@ class GroupRow:
             self.generation_time is None or self.deleted_at >= self.generation_time
         ):
             return "dead"
-        if self.generation is None:
-            return "unknown"
-        return self.state or ("stable" if self.members else "empty")
+        return self.state or "unknown"
 
     @property
     def state_since(self) -> float | None:

@@ -115,7 +115,7 @@ class Generation(Base):
     source_offset: Mapped[int] = mapped_column(BigInteger)
     source_timestamp: Mapped[datetime] = mapped_column(Timestamp)
     batch_id: Mapped[int] = mapped_column(BigInteger)
-    # stable, empty, or rebalancing (a cooperative revocation round); NULL before 0003.
+    # stable, empty, or rebalancing (a cooperative revocation round).
     state: Mapped[str | None] = mapped_column(Text)
     partition_count: Mapped[int | None] = mapped_column(Integer)
 

@@ -61,3 +61,36 @@ def test_models_and_migrations_agree(database_url: str) -> None:
     finally:
         engine.dispose()
     assert differences == []
+
+
+def test_0003_fills_in_state_and_partition_count_of_older_generations(
+    empty_database_url: str,
+) -> None:
+    engine = create_store_engine(empty_database_url)
+    try:
+        upgrade(empty_database_url, "0002")
+        with engine.begin() as conn:
+            conn.execute(text("INSERT INTO groups VALUES ('g', 'classic', 7, now(), now())"))
+            conn.execute(
+                text(
+                    "INSERT INTO generations (id, group_name, generation, time, member_count,"
+                    " source_partition, source_offset, source_timestamp, batch_id) VALUES"
+                    " (1, 'g', 1, now(), 2, 7, 10, now(), 1),"
+                    " (2, 'g', 2, now(), 0, 7, 11, now(), 1)"
+                )
+            )
+            conn.execute(
+                text(
+                    "INSERT INTO generation_members (generation_pk, member_id, subscribed_topics,"
+                    " assignment) VALUES (1, 'a', '{t,u}', '{\"t\": [0, 1], \"u\": [4]}'),"
+                    " (1, 'b', '{t}', '{\"t\": [2]}')"
+                )
+            )
+        upgrade(empty_database_url)
+        with engine.connect() as conn:
+            rows = conn.execute(
+                text("SELECT id, state, partition_count FROM generations ORDER BY id")
+            ).all()
+        assert [tuple(r) for r in rows] == [(1, "stable", 4), (2, "empty", 0)]
+    finally:
+        engine.dispose()
