@@ -10,6 +10,10 @@ is balanced.
 
 Every timed call starts after ``gc.collect()``: otherwise a call pays, at random, for the
 full collection that the million tuples built by the previous call set off.
+
+To iterate on one assignor: ``BENCH_ASSIGNOR=sticky,cooperative-sticky`` runs only those
+(the small table and the cases at scale), and ``BENCH_ASSIGNOR_SHAPE=100x10000`` sets the
+topics x partitions of the cases at scale.
 """
 
 from __future__ import annotations
@@ -23,10 +27,10 @@ import time
 
 from services.assignor import assign
 
-TOPICS = 500
-PARTITIONS = 2_000
 CONSUMERS = 2_000
 ALL = ("range", "roundrobin", "sticky", "cooperative-sticky", "uniform", "server-range")
+CHOSEN = tuple(a for a in ALL if a in os.environ.get("BENCH_ASSIGNOR", ",".join(ALL)).split(","))
+TOPICS, PARTITIONS = map(int, os.environ.get("BENCH_ASSIGNOR_SHAPE", "500x2000").split("x"))
 
 
 def _members(topics: list[str], consumers: int, variant: bool) -> list[dict]:
@@ -91,7 +95,7 @@ def _small() -> None:
     counts = {f"topic-{t}": 100 for t in range(100)}
     members = [{"id": f"consumer-{i:03d}", "topics": list(counts)} for i in range(100)]
     print(f"10,000 partitions, 100 consumers (best / median of {REPEATS})")
-    for assignor in ALL:
+    for assignor in CHOSEN:
         second = _with_owned(members, assign(assignor, counts, members), 1)
         leave = _with_owned(members[1:], assign(assignor, counts, second), 2)
         cells = []
@@ -102,11 +106,14 @@ def _small() -> None:
 
 
 def _others_at_scale() -> None:
+    others = [a for a in ("range", "roundrobin", "uniform", "server-range") if a in CHOSEN]
+    if not others:
+        return
     topics = [f"topic-{t:03d}" for t in range(TOPICS)]
     counts = dict.fromkeys(topics, PARTITIONS)
     members = _members(topics, CONSUMERS, False)
     print(f"first assignment, {TOPICS * PARTITIONS:,} partitions, {CONSUMERS:,} consumers")
-    for assignor in ("range", "roundrobin", "uniform", "server-range"):
+    for assignor in others:
         times = []
         for _ in range(REPEATS):
             elapsed, result = _run(assignor, counts, members)
@@ -126,8 +133,9 @@ def main() -> None:
     print(_load(), flush=True)
     _small()
     for assignor in ("sticky", "cooperative-sticky"):
-        for variant in (False, True):
-            _scale(assignor, variant)
+        if assignor in CHOSEN:
+            for variant in (False, True):
+                _scale(assignor, variant)
     _others_at_scale()
     maxrss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"peak memory (max RSS of this process, all runs) {maxrss_mb:,.0f} MiB")

@@ -13,6 +13,7 @@ from services.assignor.model import Assignment, Member, owned_as_sent, with_owne
 from services.assignor.sticky_constrained import ConstrainedBuilder
 from services.assignor.sticky_fast import assign_owned_as_sent
 from services.assignor.sticky_general import GeneralBuilder
+from services.assignor.sticky_general_fast import assign_kept_general
 from services.assignor.sticky_input import StickyInput
 
 
@@ -46,7 +47,8 @@ def assign_sticky(
 
     With ``sent`` (the raw members, in order), ``members`` come from
     ``to_member(raw, with_owned=False)``: the owned partitions are read from ``sent``, by
-    the fast path (``sticky_fast``) where it applies, else checked as ``to_member`` checks
+    a fast path (``sticky_fast`` for identical subscriptions, else
+    ``sticky_general_fast``) where it applies, else checked as ``to_member`` checks
     them, raising the same errors.
     """
     if not members:
@@ -54,7 +56,8 @@ def assign_sticky(
     prep = StickyInput(counts, members, racks)
     owned = [] if sent is None else list(map(owned_as_sent, sent))
     if any(owned):  # else nothing to check or attach: a first assignment
-        fast = assign_owned_as_sent(prep, owned, cooperative)
+        fast_path = assign_owned_as_sent if prep.all_equal else assign_kept_general
+        fast = fast_path(prep, owned, cooperative)
         if fast is not None:
             return {m.id: pairs for m, pairs in zip(members, fast, strict=True)}
         prep.attach_owned(list(map(with_owned, members, sent)))

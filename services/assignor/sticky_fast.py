@@ -20,95 +20,47 @@ one by one in ``StickyInput``. Both paths give the same assignment; the property
 from __future__ import annotations
 
 from collections.abc import Sequence
-from itertools import chain, compress, repeat
-from operator import add, itemgetter, mul
+from itertools import repeat
+from operator import add, mul
 
 from services.assignor.model import TopicPartition
 from services.assignor.sticky_constrained import ConstrainedBuilder
 from services.assignor.sticky_input import StickyInput
+from services.assignor.sticky_owned import (
+    NotPlain,
+    claims,
+    free_partitions,
+    read_owned,
+    sent_lists,
+)
 
-_TOPIC = itemgetter(0)
-_PARTITION = itemgetter(1)
-_FREE = bytes.maketrans(b"\x00\x01", b"\x01\x00")
-_FEW_FREE = 8  # up to this many free partitions in a topic are found by search
-_CHUNK = 4096  # owned pairs checked at a time
 
+def _in_kafka_order(
+    pairs: list[TopicPartition], tix: list[int], partitions: list[int], topics: int
+) -> list[TopicPartition] | None:
+    """One member's pairs in the order ``ConstrainedAssignmentBuilder.assignOwnedPartitions``
+    sorts owned partitions into before keeping them: by partition, then topic.
 
-def _read_chunk(
-    chunk: list[list | tuple], prep: StickyInput, claimed: list[bytearray]
-) -> list[list[TopicPartition]] | None:
-    """Some members' owned pairs, marked in ``claimed``, each member's in Kafka's order.
-
-    Kafka's order is the one ``ConstrainedAssignmentBuilder.assignOwnedPartitions`` sorts
-    owned partitions into before keeping them: by partition, then topic. None if an entry
-    is not a plain pair of a subscribed topic's existing partition. The members' pairs are
-    checked together, a few thousand at a time, so that they are still in the CPU's cache
-    from one pass to the next.
+    None if a pair is listed twice.
     """
-    values = list(chain.from_iterable(chunk))
-    if not values:
-        return [[] for _ in chunk]
-    kinds = set(map(type, values))
-    if kinds != {tuple}:
-        if not kinds <= {tuple, list}:
-            return None
-        values = list(map(tuple, values))
-    if set(map(len, values)) != {2}:
+    if not pairs:
+        return []
+    if partitions.count(partitions[0]) == len(partitions):
+        keys = tix
+    else:
+        keys = list(map(add, map(mul, partitions, repeat(topics)), tix))
+    in_order = sorted(keys)
+    if in_order == keys:
+        return pairs
+    by_key = dict(zip(keys, pairs, strict=True))
+    if len(by_key) != len(keys):
         return None
-    partitions = list(map(_PARTITION, values))
-    topics = list(map(_TOPIC, values))
-    if set(map(type, partitions)) != {int} or set(map(type, topics)) != {str}:
-        return None
-    try:
-        tix = list(map(prep.topic_index.__getitem__, topics))
-        # A partition beyond its topic's count raises IndexError; a negative one is
-        # caught below, before anything relies on the marks.
-        for t, p in zip(tix, partitions, strict=True):
-            claimed[t][p] = 1
-    except (KeyError, IndexError):
-        return None
-    owned: list[list[TopicPartition]] = []
-    end = 0
-    for member in chunk:
-        start, end = end, end + len(member)
-        if start == end:
-            owned.append([])
-            continue
-        mine = partitions[start:end]
-        if mine.count(mine[0]) == len(mine):
-            if mine[0] < 0:
-                return None
-            keys = tix[start:end]
-        else:
-            keys = list(map(add, map(mul, mine, repeat(len(prep.topics))), tix[start:end]))
-        in_order = sorted(keys)
-        if in_order[0] < 0:
-            return None
-        if in_order == keys:
-            owned.append(values[start:end])
-            continue
-        by_key = dict(zip(keys, values[start:end], strict=True))
-        if len(by_key) != len(keys):
-            return None  # a pair listed twice
-        owned.append(list(map(by_key.__getitem__, in_order)))
-    return owned
-
-
-def _free(marks: bytearray) -> list[int]:
-    """The unmarked partitions of one topic, in order."""
-    if marks.count(0) > _FEW_FREE:
-        return list(compress(range(len(marks)), marks.translate(_FREE)))
-    free = []
-    p = marks.find(0)
-    while p >= 0:
-        free.append(p)
-        p = marks.find(0, p + 1)
-    return free
+    return list(map(by_key.__getitem__, in_order))
 
 
 class KeptPairsBuilder(ConstrainedBuilder):
     """``ConstrainedBuilder`` (Kafka's ``ConstrainedAssignmentBuilder``) on owned partitions
-    read by ``_read_chunk``: the same quotas, order and round robin.
+    read by ``sticky_owned.read_owned``: the same quotas, order and round robin.
 
     A member's list starts with the (topic, partition) pairs it keeps, ``kept[i]`` of
     them, and goes on with the global ids dealt to it; ``pairs_of`` gives the pair of
@@ -136,7 +88,7 @@ class KeptPairsBuilder(ConstrainedBuilder):
                 self.revoked.add(base[t] + p)
         unassigned: list[int] = []
         for topic, start, marks in zip(self.prep.topics, base, claimed, strict=True):
-            free = _free(marks)
+            free = free_partitions(marks)
             ids = list(map(start.__add__, free))
             self.pairs_of.update(zip(ids, zip(repeat(topic), free), strict=True))
             unassigned.extend(ids)
@@ -154,25 +106,18 @@ def assign_owned_as_sent(
     """
     if not prep.all_equal or prep.rack_info.enabled or not any(sent):
         return None
-    lists: list[list | tuple] = []
-    for values in sent:
-        if values is None:
-            values = []
-        elif type(values) is not list and type(values) is not tuple:
-            return None
-        lists.append(values)
     claimed = [bytearray(count) for count in prep.counts]
     owned: list[list[TopicPartition]] = []
-    first = size = 0
-    for last, values in enumerate(lists, start=1):
-        size += len(values)
-        if size >= _CHUNK or last == len(lists):
-            read = _read_chunk(lists[first:last], prep, claimed)
-            if read is None:
-                return None
-            owned.extend(read)
-            first, size = last, 0
-    if sum(map(len, owned)) != sum(map(bytearray.count, claimed, repeat(1))):
+    topics = len(prep.topics)
+    try:
+        for pairs, tix, partitions in read_owned(prep, sent_lists(sent), claimed):
+            in_order = _in_kafka_order(pairs, tix, partitions, topics)
+            if in_order is None:
+                return None  # a pair listed twice
+            owned.append(in_order)
+    except NotPlain:
+        return None
+    if sum(map(len, owned)) != claims(claimed):
         return None  # a partition claimed twice: the general path arbitrates
     builder = KeptPairsBuilder(prep, owned, claimed)
     assignment: list[list] = builder.build()

@@ -14,37 +14,27 @@ from itertools import compress
 from services.assignor.javaorder import string_hash, topic_partition_hash
 from services.assignor.sticky_input import DEFAULT_GENERATION, StickyInput
 from services.assignor.sticky_structures import PartitionMovements, SortedMembers
+from services.assignor.sticky_subscriptions import Subscriptions
 
 
 class GeneralBuilder:
     def __init__(self, prep: StickyInput) -> None:
         self.prep = prep
-        members = prep.members
-        n = len(members)
-        t_count = len(prep.topics)
         self.topic_of = prep.topic_of()
-        index = prep.topic_index
-        self.topics_of: list[list[int]] = [
-            [index[t] for t in m.topics if t in index] for m in members
-        ]
-        self.subscribed: list[bytearray] = [bytearray(n) for _ in range(t_count)]
-        self.potential: list[list[int]] = [[] for _ in range(t_count)]
-        for i in prep.order:
-            for t in self.topics_of[i]:
-                self.subscribed[t][i] = 1
-                self.potential[t].append(i)
-        self.max_size = [
-            prep.total if len(topics) == t_count else sum(prep.counts[t] for t in topics)
-            for topics in self.topics_of
-        ]
+        subscriptions = Subscriptions(prep)
+        self.topics_of = subscriptions.topics_of
+        self.subscribed = subscriptions.subscribed
+        self.potential = subscriptions.potential
+        self.max_size = subscriptions.max_size
         self.current: list[list[int] | None] = [list(owned) for owned in prep.owned]
         self.owner = [-1] * prep.total
         for i in prep.order:
             for g in self.current[i]:
                 self.owner[g] = i
-        sorted_topics = sorted(range(t_count), key=lambda t: (len(self.potential[t]), t))
+        potential = self.potential
+        self.sorted_topics = sorted(range(len(prep.topics)), key=lambda t: (len(potential[t]), t))
         self.sorted_all: list[int] = []
-        for t in sorted_topics:
+        for t in self.sorted_topics:
             start = prep.base[t]
             self.sorted_all.extend(range(start, start + prep.counts[t]))
         self.sizes = [len(c) for c in self.current]

@@ -1,53 +1,30 @@
 """The sticky fast path (``sticky_fast``) gives exactly the general path's answer.
 
-``general`` is the sticky assignors' path as ``assign`` ran it before the fast path existed:
-check every member with its owned partitions, then racks, then ``StickyInput`` resolves the
-claims one by one. ``assign`` must return the same assignment (same lists, same order) or
-raise the same error for every input, whether the fast path runs or declines.
+``general`` (``sticky_paths``) is the sticky assignors' path as ``assign`` ran it before the
+fast paths existed; ``assign`` must return the same assignment or raise the same error.
 """
 
 from __future__ import annotations
 
-from contextlib import contextmanager
-
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-from services.assignor import AssignmentError, assign, sticky_fast
+from services.assignor import AssignmentError, assign, sticky_owned
 from services.assignor.model import (
     Member,
     check_partition_counts,
-    check_partition_racks,
     owned_as_sent,
     to_members,
 )
-from services.assignor.sticky import assign_sticky
 from services.assignor.sticky_fast import assign_owned_as_sent
 from services.assignor.sticky_input import StickyInput
+from tests.assignor.sticky_paths import STICKY, assert_same, chunk_size, general, outcome
 
-STICKY = ["sticky", "cooperative-sticky"]
 TOPICS = ["a", "b", "c"]
 # "Aa" and "BB" (and their concatenations) share Java's String.hashCode: HashMap order ties.
 IDS = ["Aa", "BB", "AaAa", "BBBB", "AaBB", "BBAa", "c1", "c2", "c10", "m-3"]
 GENERATIONS = [None, -1, 1, 2, 3]
-# Owned pairs are read a chunk of members at a time; small chunks cross member boundaries.
-chunks_st = st.sampled_from([1, 2, 5, sticky_fast._CHUNK])
-
-
-@contextmanager
-def chunk_size(size: int):
-    saved, sticky_fast._CHUNK = sticky_fast._CHUNK, size
-    try:
-        yield
-    finally:
-        sticky_fast._CHUNK = saved
-
-
-def general(assignor, counts, members, racks=None):
-    counts = check_partition_counts(counts)
-    group = to_members(members)
-    checked = check_partition_racks(racks, counts)
-    return assign_sticky(counts, group, checked, cooperative=assignor == "cooperative-sticky")
+chunks_st = st.sampled_from([1, 2, 5, sticky_owned._CHUNK])
 
 
 def fast(assignor, counts, members):
@@ -58,25 +35,6 @@ def fast(assignor, counts, members):
     sent = [owned_as_sent(m) for m in members]
     pairs = assign_owned_as_sent(prep, sent, assignor == "cooperative-sticky")
     return None if pairs is None else {m.id: p for m, p in zip(group, pairs, strict=True)}
-
-
-def outcome(run, *args):
-    try:
-        return "ok", run(*args)
-    except Exception as error:  # the two paths must raise alike
-        return type(error).__name__, str(error)
-
-
-def assert_same(assignor, counts, members, racks=None):
-    expected = outcome(general, assignor, counts, members, racks)
-    got = outcome(assign, assignor, counts, members, racks)
-    assert got == expected
-    if got[0] == "ok":
-        for parts in got[1].values():
-            assert all(
-                type(tp) is tuple and type(tp[0]) is str and type(tp[1]) is int for tp in parts
-            )
-    return got
 
 
 counts_st = st.fixed_dictionaries({t: st.integers(0, 6) for t in TOPICS})
