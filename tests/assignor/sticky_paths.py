@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 
+from hypothesis import strategies as st
+
 from services.assignor import assign, sticky_owned
 from services.assignor.model import check_partition_counts, check_partition_racks, to_members
 from services.assignor.sticky import assign_sticky
@@ -52,3 +54,74 @@ def assert_same(assignor, counts, members, racks=None):
                 type(tp) is tuple and type(tp[0]) is str and type(tp[1]) is int for tp in parts
             )
     return got
+
+
+# Ways to spoil a plain group; each makes the fast path decline (or raise, through the
+# general path's checks).
+SPOILERS = [
+    "claimed twice",
+    "claimed twice by one member",
+    "beyond the count",
+    "unknown topic",
+    "negative",
+    "bool partition",
+    "float partition",
+    "list pair",
+    "all list pairs",
+    "tuple of pairs",
+    "triple",
+    "mapping pair",
+    "generator",
+    "bad generation",
+]
+
+
+class Generated(list):
+    """Owned partitions to be sent as a fresh generator to each path."""
+
+
+def sent_fresh(members):
+    """The members to send, each ``Generated`` owned list as a fresh generator."""
+    return [
+        {**m, "owned": (tp for tp in m["owned"])} if isinstance(m["owned"], Generated) else m
+        for m in members
+    ]
+
+
+def spoil(draw, kind, members, counts):
+    """Spoil one member's owned partitions (or generation) in the way ``kind`` says."""
+    i = draw(st.integers(0, len(members) - 1))
+    target = members[i]
+    owned = list(target["owned"])
+    some = [tp for m in members for tp in m["owned"] if type(tp) is tuple]
+    k = next((k for k, tp in enumerate(owned) if type(tp) is tuple and len(tp) == 2), None)
+    if kind == "claimed twice" and some:
+        owned.append(draw(st.sampled_from(some)))
+    elif kind == "claimed twice by one member" and k is not None:
+        owned.append(owned[k])
+    elif kind == "beyond the count":
+        topic = draw(st.sampled_from(sorted(counts)))
+        owned.append((topic, counts[topic] + draw(st.integers(0, 2))))
+    elif kind == "unknown topic":
+        owned.append(("zz", 0))
+    elif kind == "negative":
+        owned.append(("a", -1))
+    elif kind == "bool partition":
+        owned.append(("a", True))
+    elif kind == "float partition":
+        owned.append(("a", 0.0))
+    elif kind == "list pair" and k is not None:
+        owned[k] = list(owned[k])
+    elif kind == "all list pairs":
+        owned = [list(tp) if type(tp) is tuple else tp for tp in owned]
+    elif kind == "tuple of pairs":
+        owned = tuple(owned)
+    elif kind == "triple" and k is not None:
+        owned[k] = (*owned[k], 0)
+    elif kind == "mapping pair" and k is not None:
+        owned[k] = {"topic": owned[k][0], "partition": owned[k][1]}
+    elif kind == "generator":
+        owned = Generated(owned)
+    elif kind == "bad generation":
+        target["generation"] = "3"
+    target["owned"] = owned

@@ -18,7 +18,16 @@ from services.assignor.model import (
 )
 from services.assignor.sticky_fast import assign_owned_as_sent
 from services.assignor.sticky_input import StickyInput
-from tests.assignor.sticky_paths import STICKY, assert_same, chunk_size, general, outcome
+from tests.assignor.sticky_paths import (
+    SPOILERS,
+    STICKY,
+    assert_same,
+    chunk_size,
+    general,
+    outcome,
+    sent_fresh,
+    spoil,
+)
 
 TOPICS = ["a", "b", "c"]
 # "Aa" and "BB" (and their concatenations) share Java's String.hashCode: HashMap order ties.
@@ -39,28 +48,9 @@ def fast(assignor, counts, members):
 
 counts_st = st.fixed_dictionaries({t: st.integers(0, 6) for t in TOPICS})
 
-# Ways to spoil a plain group; each makes the fast path decline (or raise, through the
-# general path's checks).
-SPOILERS = [
-    "claimed twice",
-    "claimed twice by one member",
-    "beyond the count",
-    "unknown topic",
-    "negative",
-    "bool partition",
-    "float partition",
-    "list pair",
-    "all list pairs",
-    "tuple of pairs",
-    "triple",
-    "mapping pair",
-    "generator",
-    "bad generation",
-]
-
 
 @st.composite
-def groups(draw, spoil: bool):
+def groups(draw, spoiled: bool):
     counts = draw(counts_st)
     topics = sorted(draw(st.sets(st.sampled_from(TOPICS), min_size=1)))
     ids = draw(st.lists(st.sampled_from(IDS), min_size=1, max_size=6, unique=True))
@@ -87,63 +77,14 @@ def groups(draw, spoil: bool):
     if draw(st.booleans()):
         # Kafka's quirk: an empty subscription seen first still counts as "all equal".
         members[draw(st.integers(0, n - 1))]["topics"] = []
-    if spoil:
+    if spoiled:
         for kind in draw(st.lists(st.sampled_from(SPOILERS), min_size=1, max_size=2)):
-            _spoil(draw, kind, members, counts)
+            spoil(draw, kind, members, counts)
     return counts, members
 
 
-class _Generated(list):
-    """Owned partitions to be sent as a fresh generator to each path."""
-
-
-def _sent(members):
-    return [
-        {**m, "owned": (tp for tp in m["owned"])} if isinstance(m["owned"], _Generated) else m
-        for m in members
-    ]
-
-
-def _spoil(draw, kind, members, counts):
-    i = draw(st.integers(0, len(members) - 1))
-    target = members[i]
-    owned = list(target["owned"])
-    some = [tp for m in members for tp in m["owned"] if type(tp) is tuple]
-    k = next((k for k, tp in enumerate(owned) if type(tp) is tuple and len(tp) == 2), None)
-    if kind == "claimed twice" and some:
-        owned.append(draw(st.sampled_from(some)))
-    elif kind == "claimed twice by one member" and k is not None:
-        owned.append(owned[k])
-    elif kind == "beyond the count":
-        topic = draw(st.sampled_from(TOPICS))
-        owned.append((topic, counts[topic] + draw(st.integers(0, 2))))
-    elif kind == "unknown topic":
-        owned.append(("zz", 0))
-    elif kind == "negative":
-        owned.append(("a", -1))
-    elif kind == "bool partition":
-        owned.append(("a", True))
-    elif kind == "float partition":
-        owned.append(("a", 0.0))
-    elif kind == "list pair" and k is not None:
-        owned[k] = list(owned[k])
-    elif kind == "all list pairs":
-        owned = [list(tp) if type(tp) is tuple else tp for tp in owned]
-    elif kind == "tuple of pairs":
-        owned = tuple(owned)
-    elif kind == "triple" and k is not None:
-        owned[k] = (*owned[k], 0)
-    elif kind == "mapping pair" and k is not None:
-        owned[k] = {"topic": owned[k][0], "partition": owned[k][1]}
-    elif kind == "generator":
-        owned = _Generated(owned)
-    elif kind == "bad generation":
-        target["generation"] = "3"
-    target["owned"] = owned
-
-
 @settings(max_examples=400, deadline=None)
-@given(groups(spoil=False), st.sampled_from(STICKY), chunks_st)
+@given(groups(spoiled=False), st.sampled_from(STICKY), chunks_st)
 def test_plain_groups_take_the_fast_path_and_match_the_general_path(group, assignor, chunk):
     counts, members = group
     expected = general(assignor, counts, members)
@@ -160,12 +101,12 @@ def test_plain_groups_take_the_fast_path_and_match_the_general_path(group, assig
 
 
 @settings(max_examples=400, deadline=None)
-@given(groups(spoil=True), st.sampled_from(STICKY), chunks_st)
+@given(groups(spoiled=True), st.sampled_from(STICKY), chunks_st)
 def test_spoiled_groups_match_the_general_path_including_errors(group, assignor, chunk):
     counts, members = group
-    expected = outcome(general, assignor, counts, _sent(members))
+    expected = outcome(general, assignor, counts, sent_fresh(members))
     with chunk_size(chunk):
-        got = outcome(assign, assignor, counts, _sent(members))
+        got = outcome(assign, assignor, counts, sent_fresh(members))
     assert got == expected
     event(f"spoiled: {got[0]}")
 
