@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from itertools import repeat
-from operator import add, mul
+from operator import add, itemgetter, mul
 
 from services.assignor.model import TopicPartition
 from services.assignor.sticky_constrained import ConstrainedBuilder
@@ -34,6 +34,8 @@ from services.assignor.sticky_owned import (
     sent_lists,
 )
 
+_PARTITION = itemgetter(1)
+
 
 def _in_kafka_order(
     pairs: list[TopicPartition], tix: list[int], partitions: list[int], topics: int
@@ -41,12 +43,15 @@ def _in_kafka_order(
     """One member's pairs in the order ``ConstrainedAssignmentBuilder.assignOwnedPartitions``
     sorts owned partitions into before keeping them: by partition, then topic.
 
-    None if a pair is listed twice.
+    Topic by topic (the order of a first assignment), a stable sort by partition is all
+    it takes. None if a pair is listed twice and the caller's count of claims cannot tell.
     """
     if not pairs:
         return []
     if partitions.count(partitions[0]) == len(partitions):
         keys = tix
+    elif tix == sorted(tix):
+        return sorted(pairs, key=_PARTITION)
     else:
         keys = list(map(add, map(mul, partitions, repeat(topics)), tix))
     in_order = sorted(keys)

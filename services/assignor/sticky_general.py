@@ -164,52 +164,79 @@ class GeneralBuilder:
         return sum(s * (2 * k - n + 1) for k, s in enumerate(sizes))
 
     def _is_balanced(self) -> bool:
+        """``isBalanced``: no member below its maximum could take a partition from an owner
+        with two or more partitions more.
+
+        Kafka asks partition by partition, member after member; the largest owner of
+        each topic, found once per topic, gives the same answer.
+        """
         sizes = self.sizes
         if sizes[self.sorted.first()] >= sizes[self.sorted.last()] - 1:
             return True
         prep, owner = self.prep, self.owner
+        largest: dict[int, int] = {}
         for member in self.sorted:
             count = sizes[member]
             if count == self.max_size[member]:
                 continue
             for t in self.topics_of[member]:
-                start = prep.base[t]
-                for g in range(start, start + prep.counts[t]):
-                    other = owner[g]
-                    if other != member and count + 1 < sizes[other]:
-                        return False
+                most = largest.get(t)
+                if most is None:
+                    start = prep.base[t]
+                    owners = owner[start : start + prep.counts[t]]
+                    most = largest[t] = max(map(sizes.__getitem__, owners))
+                if most > count + 1:
+                    return False
         return True
 
     def _perform_reassignments(
         self, partitions: list[int], prev: dict[int, tuple[int, int]]
     ) -> bool:
-        sizes, current = self.sizes, self.current
+        """``performReassignments``.
+
+        Between two moves nothing changes, so ``isBalanced`` is asked again only after a
+        move, and each topic's lightest subscriber is looked up once (topics with the same
+        subscribers share one ``potential`` list).
+        """
+        sizes, current, owner, topic_of = self.sizes, self.current, self.owner, self.topic_of
+        potential = self.potential
         performed = False
         modified = True
         while modified:
             modified = False
+            balanced: bool | None = None  # not asked yet
+            lightest: dict[int, int] = {}  # by id of a shared potential list
             for g in partitions:
-                if self._is_balanced():
+                if balanced is None:
+                    balanced = self._is_balanced()
+                if balanced:
                     break
-                t = self.topic_of[g]
-                member = self.owner[g]
+                t = topic_of[g]
+                size = sizes[owner[g]]
                 previous = prev.get(g)
                 # Kafka would throw a NullPointerException for a previous owner whose
                 # assignment is fixed; we skip that hint instead.
                 if (
                     previous is not None
                     and current[previous[0]] is not None
-                    and sizes[member] > sizes[previous[0]] + 1
+                    and size > sizes[previous[0]] + 1
                 ):
                     self._reassign(g, previous[0])
-                    performed = modified = True
-                    continue
                 # Kafka first looks for a lighter subscriber on the partition's racks, but
                 # either way it hands the partition to the least loaded subscriber, so only
                 # "is any subscriber lighter by two or more" matters.
-                if any(sizes[member] > sizes[o] + 1 for o in self.potential[t]):
+                else:
+                    subscribers = potential[t]
+                    least = lightest.get(id(subscribers))
+                    if least is None:
+                        least = min(map(sizes.__getitem__, subscribers))
+                        lightest[id(subscribers)] = least
+                    if size <= least + 1:
+                        continue
                     self._reassign(g, self._least_loaded_subscriber(t))
-                    performed = modified = True
+                performed = modified = True
+                balanced = None
+                lightest.clear()
         return performed
 
     def _least_loaded_subscriber(self, topic: int) -> int:

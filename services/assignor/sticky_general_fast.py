@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from itertools import compress
+from operator import itemgetter
 
 from services.assignor.model import TopicPartition
 from services.assignor.sticky_general import GeneralBuilder
@@ -34,6 +35,8 @@ from services.assignor.sticky_owned import (
     read_owned,
     sent_lists,
 )
+
+_TOPIC = itemgetter(0)
 
 
 class KeptPairsGeneralBuilder(GeneralBuilder):
@@ -63,18 +66,54 @@ class KeptPairsGeneralBuilder(GeneralBuilder):
             self.sorted.add(i)
         if self._maybe_assign(unassigned, use_racks=False):
             return False
-        return self._is_quickly_balanced()
+        return self._balanced_once_dealt()
 
-    def _is_quickly_balanced(self) -> bool:
-        """``isBalanced``'s first test, on the members ``_balance`` lets take part in moves."""
+    def _balanced_once_dealt(self) -> bool:
+        """``isBalanced`` on the members ``_balance`` lets take part in moves.
+
+        Its second test asks of each member below its maximum whether a partition of one
+        of its topics has an owner with two or more partitions more. Instead of asking
+        partition by partition, this finds the largest owner of each topic once.
+        """
         sizes, max_size = self.sizes, self.max_size
         potential, topics_of = self.potential, self.topics_of
         taking_part = [
-            size
+            i
             for i, size in enumerate(sizes)
             if size < max_size[i] or any(len(potential[t]) >= 2 for t in topics_of[i])
         ]
-        return not taking_part or min(taking_part) >= max(taking_part) - 1
+        if not taking_part:
+            return True
+        counts = [sizes[i] for i in taking_part]
+        if min(counts) >= max(counts) - 1:
+            return True
+        largest = self._largest_owner()
+        most_of: dict[int, int] = {}  # by id of a shared topics_of list
+        for i in taking_part:
+            count, topics = sizes[i], topics_of[i]
+            if count == max_size[i]:
+                continue
+            most = most_of.get(id(topics))
+            if most is None:
+                most = most_of[id(topics)] = max(map(largest.__getitem__, topics), default=0)
+            if most > count + 1:
+                return False
+        return True
+
+    def _largest_owner(self) -> list[int]:
+        """The size of the largest assignment holding a partition of each topic."""
+        names, topic_of = self.prep.topics, self.topic_of
+        held: dict[int, set[str]] = {}
+        for size, pairs, dealt in zip(self.sizes, self.kept, self.current, strict=True):
+            topics = held.setdefault(size, set())
+            topics.update(map(_TOPIC, pairs))
+            topics.update(names[topic_of[g]] for g in dealt)
+        largest = [0] * len(names)
+        index = self.prep.topic_index
+        for size in sorted(held):
+            for name in held[size]:
+                largest[index[name]] = size
+        return largest
 
     def assignment(self, revoked: set[int]) -> list[list[TopicPartition]]:
         """Each member's kept pairs, then the pairs dealt to it, less ``revoked`` ones."""
