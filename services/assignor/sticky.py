@@ -1,8 +1,7 @@
 """``sticky`` and ``cooperative-sticky``: Kafka's ``AbstractStickyAssignor`` and its two users.
 
 ``StickyAssignor`` (eager) returns the builder's assignment. ``CooperativeStickyAssignor``
-then removes every partition that changes owner, so that the previous owner revokes it
-first and a follow-up rebalance hands it over.
+then holds back every partition that changes owner (``sticky_cooperative``).
 """
 
 from __future__ import annotations
@@ -11,6 +10,7 @@ from collections.abc import Mapping, Sequence
 
 from services.assignor.model import Assignment, Member, owned_as_sent, with_owned
 from services.assignor.sticky_constrained import ConstrainedBuilder
+from services.assignor.sticky_cooperative import hold_back, transferring
 from services.assignor.sticky_fast import assign_owned_as_sent
 from services.assignor.sticky_general import GeneralBuilder
 from services.assignor.sticky_general_fast import assign_kept_general
@@ -22,18 +22,6 @@ def _build(prep: StickyInput) -> tuple[list[list[int]], dict[int, int] | None]:
         builder = ConstrainedBuilder(prep)
         return builder.build(), builder.transferring
     return GeneralBuilder(prep).build(), None
-
-
-def _transferring(prep: StickyInput, assignment: list[list[int]]) -> dict[int, int]:
-    """``CooperativeStickyAssignor.computePartitionsTransferringOwnership``."""
-    added: dict[int, int] = {}
-    revoked: set[int] = set()
-    for i, assigned in enumerate(assignment):
-        owned = set(prep.raw_owned(i))
-        mine = set(assigned)
-        added.update((g, i) for g in assigned if g not in owned)
-        revoked.update(g for g in owned if g not in mine)
-    return {g: i for g, i in added.items() if g in revoked}
 
 
 def assign_sticky(
@@ -61,15 +49,11 @@ def assign_sticky(
         if fast is not None:
             return {m.id: pairs for m, pairs in zip(members, fast, strict=True)}
         prep.attach_owned(list(map(with_owned, members, sent)))
-    assignment, transferring = _build(prep)
+    assignment, moving = _build(prep)
     if cooperative:
-        if transferring is None:
-            transferring = _transferring(prep, assignment)
-        losing: dict[int, set[int]] = {}
-        for g, i in transferring.items():
-            losing.setdefault(i, set()).add(g)
-        for i, gone in losing.items():
-            assignment[i] = [g for g in assignment[i] if g not in gone]
+        if moving is None:
+            moving = transferring(prep.raw_owned, assignment)
+        hold_back(assignment, moving)
     tuples = prep.partition_tuples()
     lookup = tuples.__getitem__
     return {m.id: list(map(lookup, assignment[i])) for i, m in enumerate(prep.members)}

@@ -9,7 +9,9 @@ preferring to hand a partition back to its previous owner from an older generati
 from __future__ import annotations
 
 from bisect import insort
-from itertools import compress
+from collections.abc import Callable
+from itertools import compress, count, islice
+from operator import gt
 
 from services.assignor.javaorder import string_hash, topic_partition_hash
 from services.assignor.sticky_input import DEFAULT_GENERATION, StickyInput
@@ -47,7 +49,7 @@ class GeneralBuilder:
         )
 
     def build(self) -> list[list[int]]:
-        prev = self._previous_owners()
+        prev = self._previous_owners(self.prep.raw_owned)
         assigned = self._assign_owned()
         unassigned = list(compress(self.sorted_all, (not assigned[g] for g in self.sorted_all)))
         for i in self.prep.order:
@@ -55,8 +57,11 @@ class GeneralBuilder:
         self._balance(prev, unassigned)
         return self.current
 
-    def _previous_owners(self) -> dict[int, tuple[int, int]]:
-        """``prepopulateCurrentAssignments``: owners from older generations, newest wins."""
+    def _previous_owners(self, raw_owned: Callable[[int], list[int]]) -> dict[int, tuple[int, int]]:
+        """``prepopulateCurrentAssignments``: owners from older generations, newest wins.
+
+        ``raw_owned(member)``: the member's reported partitions that still exist.
+        """
         prep = self.prep
         prev: dict[int, tuple[int, int]] = {}
         for i in prep.order:
@@ -67,7 +72,7 @@ class GeneralBuilder:
                 gen = DEFAULT_GENERATION
             else:
                 continue
-            for g in prep.raw_owned(i):
+            for g in raw_owned(i):
                 if g not in prev or gen > prev[g][1]:
                     prev[g] = (i, gen)
         return prev
@@ -122,7 +127,12 @@ class GeneralBuilder:
         if self.prep.rack_info.enabled:
             to_assign = self._maybe_assign(to_assign, use_racks=True)
         self._maybe_assign(to_assign, use_racks=False)
+        self._rebalance(prev, unassigned, initializing)
 
+    def _rebalance(
+        self, prev: dict[int, tuple[int, int]], unassigned: list[int], initializing: bool
+    ) -> None:
+        """``balance`` once the unassigned partitions are dealt: moves, kept if they help."""
         fixed_topics = {t for t, subs in enumerate(self.potential) if len(subs) < 2}
         if fixed_topics:
             topic_of = self.topic_of
@@ -192,52 +202,80 @@ class GeneralBuilder:
     def _perform_reassignments(
         self, partitions: list[int], prev: dict[int, tuple[int, int]]
     ) -> bool:
-        """``performReassignments``.
+        """``performReassignments``: passes over ``partitions`` until one moves nothing.
 
         Between two moves nothing changes, so ``isBalanced`` is asked again only after a
-        move, and each topic's lightest subscriber is looked up once (topics with the same
-        subscribers share one ``potential`` list).
+        move, and the partitions in between, which would not move, are skipped at once.
         """
-        sizes, current, owner, topic_of = self.sizes, self.current, self.owner, self.topic_of
-        potential = self.potential
+        sizes, current, owner = self.sizes, self.current, self.owner
         performed = False
         modified = True
         while modified:
             modified = False
-            balanced: bool | None = None  # not asked yet
-            lightest: dict[int, int] = {}  # by id of a shared potential list
-            for g in partitions:
-                if balanced is None:
-                    balanced = self._is_balanced()
-                if balanced:
+            position = 0
+            while position < len(partitions) and not self._is_balanced():
+                position = self._next_to_move(partitions, position, prev)
+                if position == len(partitions):
                     break
-                t = topic_of[g]
-                size = sizes[owner[g]]
+                g = partitions[position]
+                position += 1
                 previous = prev.get(g)
                 # Kafka would throw a NullPointerException for a previous owner whose
                 # assignment is fixed; we skip that hint instead.
                 if (
                     previous is not None
                     and current[previous[0]] is not None
-                    and size > sizes[previous[0]] + 1
+                    and sizes[owner[g]] > sizes[previous[0]] + 1
                 ):
                     self._reassign(g, previous[0])
-                # Kafka first looks for a lighter subscriber on the partition's racks, but
-                # either way it hands the partition to the least loaded subscriber, so only
-                # "is any subscriber lighter by two or more" matters.
                 else:
-                    subscribers = potential[t]
-                    least = lightest.get(id(subscribers))
-                    if least is None:
-                        least = min(map(sizes.__getitem__, subscribers))
-                        lightest[id(subscribers)] = least
-                    if size <= least + 1:
-                        continue
-                    self._reassign(g, self._least_loaded_subscriber(t))
+                    self._reassign(g, self._least_loaded_subscriber(self.topic_of[g]))
                 performed = modified = True
-                balanced = None
-                lightest.clear()
         return performed
+
+    def _next_to_move(
+        self, partitions: list[int], start: int, prev: dict[int, tuple[int, int]]
+    ) -> int:
+        """Where in ``partitions``, from ``start`` on, the next move happens (or the end).
+
+        A partition moves back to its previous owner (older generation, not fixed) if
+        that one holds two or more fewer partitions than its owner; otherwise to the least
+        loaded subscriber, if any subscriber holds two or more fewer. (Kafka first looks
+        for a lighter subscriber on the partition's racks, but either way it hands the
+        partition to the least loaded subscriber.)
+        """
+        sizes, owner, topic_of, current = self.sizes, self.owner, self.topic_of, self.current
+        limit = self._move_limits()
+        if not prev:
+            rest = islice(partitions, start, None)
+            owner_sizes = map(sizes.__getitem__, map(owner.__getitem__, rest))
+            limits = map(
+                limit.__getitem__, map(topic_of.__getitem__, islice(partitions, start, None))
+            )
+            return next(compress(count(start), map(gt, owner_sizes, limits)), len(partitions))
+        for position in range(start, len(partitions)):
+            g = partitions[position]
+            size = sizes[owner[g]]
+            previous = prev.get(g)
+            if size > limit[topic_of[g]] or (
+                previous is not None
+                and current[previous[0]] is not None
+                and size > sizes[previous[0]] + 1
+            ):
+                return position
+        return len(partitions)
+
+    def _move_limits(self) -> list[int]:
+        """Per topic: an owner holding more than this has a subscriber two or more lighter."""
+        sizes = self.sizes
+        lightest: dict[int, int] = {}  # by id of a shared potential list
+        limits = []
+        for subscribers in self.potential:
+            least = lightest.get(id(subscribers))
+            if least is None:
+                least = lightest[id(subscribers)] = min(map(sizes.__getitem__, subscribers))
+            limits.append(least + 1)
+        return limits
 
     def _least_loaded_subscriber(self, topic: int) -> int:
         subs = self.subscribed[topic]

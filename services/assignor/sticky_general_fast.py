@@ -5,27 +5,28 @@ else and that its owner still subscribes to, in the order the owner sent them; d
 others one by one to the least loaded subscriber; and only then moves partitions around
 if the group is out of balance. After a member leaves (or in any round where everybody
 re-sends what they own) the group is nearly always balanced once its partitions are
-dealt: the smallest and largest assignments among the members that can take part in
-moves differ by at most one, and ``isBalanced`` is true before any move is tried. This
-path reads the owned pairs in bulk (``sticky_owned``), keeps them as they are, deals the
-free partitions exactly as ``GeneralBuilder`` does and checks that balance; the kept pairs
-are handed back as sent, so the million owned partitions cost C-level passes only.
+dealt: ``isBalanced`` is true before any move is tried. This path reads the owned pairs
+in bulk (``sticky_owned``), keeps them as they are, deals the free partitions exactly as
+``GeneralBuilder`` does and checks that balance; the kept pairs are handed back as sent,
+so the million owned partitions cost C-level passes only. A group still out of balance
+goes on from there with ``GeneralBuilder``'s moves, on global ids.
 
 It declines (returns None) whenever the general path might decide differently or raise:
 identical subscriptions (``sticky_fast``'s case), rack-aware assignment, an owned entry
 that is not a plain ``(str, int)`` pair of a subscribed topic within its partition count,
-a partition claimed twice (so that generations arbitrate), or a group still out of
-balance once dealt (so that moves follow). The caller then takes the general path, which
-gives the same assignment; ``tests/assignor/test_sticky_general_fast.py`` compares them.
+or a partition claimed twice (so that generations arbitrate). The caller then takes the
+general path, which gives the same assignment; ``tests/assignor/test_sticky_general_fast.py``
+compares them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from itertools import compress
-from operator import itemgetter
+from itertools import chain, compress
+from operator import add, itemgetter
 
 from services.assignor.model import TopicPartition
+from services.assignor.sticky_cooperative import hold_back, transferring
 from services.assignor.sticky_general import GeneralBuilder
 from services.assignor.sticky_input import StickyInput
 from services.assignor.sticky_owned import (
@@ -37,20 +38,31 @@ from services.assignor.sticky_owned import (
 )
 
 _TOPIC = itemgetter(0)
+_PARTITION = itemgetter(1)
 
 
 class KeptPairsGeneralBuilder(GeneralBuilder):
-    """``GeneralBuilder`` up to its balance check, on owned pairs read by ``read_owned``.
+    """``GeneralBuilder`` on owned pairs read by ``read_owned``.
 
     ``prep`` holds members without owned partitions, so the parent starts from empty
-    assignments; ``kept[i]`` are the pairs member i keeps and ``current[i]`` the global ids
-    dealt to it; ``sizes`` counts both.
+    assignments; ``kept[i]`` are the pairs member i keeps, ``dropped[i]`` the (topic index,
+    partition) it owns of topics it no longer subscribes to, and ``current[i]`` the global
+    ids dealt to it; ``sizes`` counts both kept and dealt.
     """
 
-    def __init__(self, prep: StickyInput, kept: list[list[TopicPartition]]) -> None:
+    def __init__(
+        self,
+        prep: StickyInput,
+        kept: list[list[TopicPartition]],
+        dropped: list[list[tuple[int, int]]],
+    ) -> None:
         super().__init__(prep)
         self.kept = kept
+        self.dropped = dropped
+        self.kept_ids: list[list[int]] = []
         self.sizes[:] = map(len, kept)
+        self.unassigned: list[int] = []
+        self.initializing = False
 
     def deal(self, claimed: list[bytearray]) -> bool:
         """Deals the unclaimed partitions; False if the group then needs moves.
@@ -59,13 +71,12 @@ class KeptPairsGeneralBuilder(GeneralBuilder):
         ones: topics by number of subscribers, then name, partitions ascending.
         """
         base = self.prep.base
-        unassigned: list[int] = []
         for t in self.sorted_topics:
-            unassigned.extend(map(base[t].__add__, free_partitions(claimed[t])))
+            self.unassigned.extend(map(base[t].__add__, free_partitions(claimed[t])))
         for i in self.prep.order:
             self.sorted.add(i)
-        if self._maybe_assign(unassigned, use_racks=False):
-            return False
+        self.initializing = self.sizes[self.sorted.last()] == 0
+        self._maybe_assign(self.unassigned, use_racks=False)
         return self._balanced_once_dealt()
 
     def _balanced_once_dealt(self) -> bool:
@@ -117,27 +128,57 @@ class KeptPairsGeneralBuilder(GeneralBuilder):
 
     def assignment(self, revoked: set[int]) -> list[list[TopicPartition]]:
         """Each member's kept pairs, then the pairs dealt to it, less ``revoked`` ones."""
-        topics, base, topic_of = self.prep.topics, self.prep.base, self.topic_of
+        return [
+            pairs + self._pairs([g for g in dealt if g not in revoked]) if dealt else pairs
+            for pairs, dealt in zip(self.kept, self.current, strict=True)
+        ]
+
+    def moved_assignment(self, assignment: list[list[int]]) -> list[list[TopicPartition]]:
+        """``assignment`` (after ``move``) as pairs, each member's kept pairs reused as
+        long as they still lead its list."""
         result = []
-        for pairs, dealt in zip(self.kept, self.current, strict=True):
-            if dealt:
-                pairs = pairs + [
-                    (topics[topic_of[g]], g - base[topic_of[g]]) for g in dealt if g not in revoked
-                ]
-            result.append(pairs)
+        for pairs, ids, now in zip(self.kept, self.kept_ids, assignment, strict=True):
+            if now[: len(ids)] == ids:
+                result.append(pairs + self._pairs(now[len(ids) :]))
+            else:
+                result.append(self._pairs(now))
         return result
+
+    def _pairs(self, ids: list[int]) -> list[TopicPartition]:
+        topics, base, topic_of = self.prep.topics, self.prep.base, self.topic_of
+        return [(topics[topic_of[g]], g - base[topic_of[g]]) for g in ids]
+
+    def raw_owned(self, member: int) -> list[int]:
+        """The global ids the member sent (once ``move`` has run)."""
+        base = self.prep.base
+        return self.kept_ids[member] + [base[t] + p for t, p in self.dropped[member]]
+
+    def move(self) -> list[list[int]]:
+        """``GeneralBuilder``'s moves from here on: every member's global ids."""
+        base_of = dict(zip(self.prep.topics, self.prep.base, strict=True)).__getitem__
+        owner = self.owner
+        for i, (pairs, dealt) in enumerate(zip(self.kept, self.current, strict=True)):
+            ids = list(map(add, map(base_of, map(_TOPIC, pairs)), map(_PARTITION, pairs)))
+            for g in ids:
+                owner[g] = i
+            self.kept_ids.append(ids)
+            self.current[i] = ids + dealt
+        self.revocation_required = any(self.dropped)
+        prev = self._previous_owners(self.raw_owned)
+        self._rebalance(prev, self.unassigned, self.initializing)
+        return self.current
 
 
 def _kept(
     prep: StickyInput,
     lists: list[list | tuple],
     claimed: list[bytearray],
-    dropped: list[tuple[int, int]],
+    dropped: list[list[tuple[int, int]]],
 ) -> list[list[TopicPartition]]:
     """Each member's owned pairs of topics it still subscribes to, in the order sent.
 
-    The others go to ``dropped`` as (topic index, partition). Raises ``NotPlain`` as
-    ``read_owned`` does.
+    Each member's others go to ``dropped`` as (topic index, partition). Raises
+    ``NotPlain`` as ``read_owned`` does.
     """
     index = prep.topic_index
     subscribed: dict[tuple[str, ...], bytearray | None] = {}
@@ -155,10 +196,11 @@ def _kept(
         marks = subscribed[topics]
         if marks is None or all(map(marks.__getitem__, set(tix))):
             kept.append(pairs)
+            dropped.append([])
             continue
         keep = list(map(marks.__getitem__, tix))
         kept.append(list(compress(pairs, keep)))
-        dropped.extend((t, p) for t, p, k in zip(tix, partitions, keep, strict=True) if not k)
+        dropped.append([(t, p) for t, p, k in zip(tix, partitions, keep, strict=True) if not k])
     return kept
 
 
@@ -174,19 +216,23 @@ def assign_kept_general(
     if prep.all_equal or prep.rack_info.enabled or not any(sent):
         return None
     claimed = [bytearray(count) for count in prep.counts]
-    dropped: list[tuple[int, int]] = []
+    dropped: list[list[tuple[int, int]]] = []
     try:
         kept = _kept(prep, sent_lists(sent), claimed, dropped)
     except NotPlain:
         return None
-    if sum(map(len, kept)) + len(dropped) != claims(claimed):
+    gone = list(chain.from_iterable(dropped))
+    if sum(map(len, kept)) + len(gone) != claims(claimed):
         return None  # a partition claimed twice: the general path arbitrates
-    for t, p in dropped:
+    for t, p in gone:
         claimed[t][p] = 0
-    builder = KeptPairsGeneralBuilder(prep, kept)
-    if not builder.deal(claimed):
-        return None
-    # CooperativeStickyAssignor holds back a partition dealt to a new owner while its old
-    # owner (here: one that no longer subscribes to its topic) still has to revoke it.
-    revoked = {prep.base[t] + p for t, p in dropped} if cooperative else set()
-    return builder.assignment(revoked)
+    builder = KeptPairsGeneralBuilder(prep, kept, dropped)
+    if builder.deal(claimed):
+        # Only partitions whose owner no longer subscribes to their topic change owner:
+        # CooperativeStickyAssignor holds them back until that owner has revoked them.
+        revoked = {prep.base[t] + p for t, p in gone} if cooperative else set()
+        return builder.assignment(revoked)
+    assignment = builder.move()
+    if cooperative:
+        hold_back(assignment, transferring(builder.raw_owned, assignment))
+    return builder.moved_assignment(assignment)
