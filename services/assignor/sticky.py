@@ -50,7 +50,7 @@ def assign_sticky(
             return {m.id: pairs for m, pairs in zip(members, fast, strict=True)}
         prep.attach_owned(list(map(with_owned, members, sent)))
     assignment, moving = _build(prep)
-    if cooperative:
+    if cooperative and prep.any_owned():  # nothing can change owner if nobody owns any
         if moving is None:
             moving = transferring(prep.raw_owned, assignment)
         hold_back(assignment, moving)

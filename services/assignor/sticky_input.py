@@ -128,6 +128,10 @@ class StickyInput:
             cached = self._raw_owned[member] = self._to_ids(self.members[member].owned)
         return cached
 
+    def any_owned(self) -> bool:
+        """Whether any member reported a partition that still exists."""
+        return any(map(self.raw_owned, range(len(self.members))))
+
     def _to_ids(self, owned: Sequence[tuple[str, int]]) -> list[int]:
         topics = list(map(itemgetter(0), owned))
         partitions = list(map(itemgetter(1), owned))
