@@ -14,10 +14,20 @@ from contextlib import contextmanager
 from hypothesis import strategies as st
 
 from services.assignor import assign, sticky_owned
-from services.assignor.model import check_partition_counts, check_partition_racks, to_members
+from services.assignor.model import (
+    check_partition_counts,
+    check_partition_racks,
+    owned_as_sent,
+    to_members,
+)
 from services.assignor.sticky import assign_sticky
+from services.assignor.sticky_input import StickyInput
 
 STICKY = ["sticky", "cooperative-sticky"]
+# "Aa" and "BB" (and their concatenations) share Java's String.hashCode: HashMap order ties.
+IDS = ["Aa", "BB", "AaAa", "BBBB", "AaBB", "BBAa", "c1", "c2", "c10", "m-3"]
+GENERATIONS = [None, -1, 1, 2, 3]
+chunks_st = st.sampled_from([1, 2, 5, sticky_owned._CHUNK])
 
 
 @contextmanager
@@ -28,6 +38,16 @@ def chunk_size(size: int):
         yield
     finally:
         sticky_owned._CHUNK = saved
+
+
+def run_fast_path(fast_path, assignor, counts, members):
+    """One fast path alone: its assignment, or None where it declines."""
+    counts = check_partition_counts(counts)
+    group = to_members(members, with_owned=False)
+    prep = StickyInput(counts, group, {})
+    sent = [owned_as_sent(m) for m in members]
+    pairs = fast_path(prep, sent, assignor == "cooperative-sticky")
+    return None if pairs is None else {m.id: p for m, p in zip(group, pairs, strict=True)}
 
 
 def general(assignor, counts, members, racks=None):
@@ -78,6 +98,15 @@ SPOILERS = [
 
 class Generated(list):
     """Owned partitions to be sent as a fresh generator to each path."""
+
+
+def assert_spoiled_alike(assignor, counts, members, chunk):
+    """``assign`` and ``general`` give the same assignment or error; returns its kind."""
+    expected = outcome(general, assignor, counts, sent_fresh(members))
+    with chunk_size(chunk):
+        got = outcome(assign, assignor, counts, sent_fresh(members))
+    assert got == expected
+    return got[0]
 
 
 def sent_fresh(members):

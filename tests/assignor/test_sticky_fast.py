@@ -9,41 +9,34 @@ from __future__ import annotations
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-from services.assignor import AssignmentError, assign, sticky_owned
+from services.assignor import AssignmentError, assign
 from services.assignor.model import (
     Member,
     check_partition_counts,
-    owned_as_sent,
     to_members,
 )
 from services.assignor.sticky_fast import assign_owned_as_sent
 from services.assignor.sticky_input import StickyInput
 from tests.assignor.sticky_paths import (
+    GENERATIONS,
+    IDS,
     SPOILERS,
     STICKY,
     assert_same,
+    assert_spoiled_alike,
     chunk_size,
+    chunks_st,
     general,
-    outcome,
-    sent_fresh,
+    run_fast_path,
     spoil,
 )
 
 TOPICS = ["a", "b", "c"]
-# "Aa" and "BB" (and their concatenations) share Java's String.hashCode: HashMap order ties.
-IDS = ["Aa", "BB", "AaAa", "BBBB", "AaBB", "BBAa", "c1", "c2", "c10", "m-3"]
-GENERATIONS = [None, -1, 1, 2, 3]
-chunks_st = st.sampled_from([1, 2, 5, sticky_owned._CHUNK])
 
 
 def fast(assignor, counts, members):
     """The fast path alone: its assignment, or None where it declines."""
-    counts = check_partition_counts(counts)
-    group = to_members(members, with_owned=False)
-    prep = StickyInput(counts, group, {})
-    sent = [owned_as_sent(m) for m in members]
-    pairs = assign_owned_as_sent(prep, sent, assignor == "cooperative-sticky")
-    return None if pairs is None else {m.id: p for m, p in zip(group, pairs, strict=True)}
+    return run_fast_path(assign_owned_as_sent, assignor, counts, members)
 
 
 counts_st = st.fixed_dictionaries({t: st.integers(0, 6) for t in TOPICS})
@@ -104,11 +97,7 @@ def test_plain_groups_take_the_fast_path_and_match_the_general_path(group, assig
 @given(groups(spoiled=True), st.sampled_from(STICKY), chunks_st)
 def test_spoiled_groups_match_the_general_path_including_errors(group, assignor, chunk):
     counts, members = group
-    expected = outcome(general, assignor, counts, sent_fresh(members))
-    with chunk_size(chunk):
-        got = outcome(assign, assignor, counts, sent_fresh(members))
-    assert got == expected
-    event(f"spoiled: {got[0]}")
+    event(f"spoiled: {assert_spoiled_alike(assignor, counts, members, chunk)}")
 
 
 @settings(max_examples=150, deadline=None)

@@ -12,38 +12,29 @@ from __future__ import annotations
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-from services.assignor import assign, sticky_owned
-from services.assignor.model import check_partition_counts, owned_as_sent, to_members
+from services.assignor import assign
 from services.assignor.sticky_general_fast import assign_kept_general
-from services.assignor.sticky_input import StickyInput
 from tests.assignor.sticky_paths import (
+    GENERATIONS,
+    IDS,
     SPOILERS,
     STICKY,
     assert_same,
+    assert_spoiled_alike,
     chunk_size,
-    general,
-    outcome,
-    sent_fresh,
+    chunks_st,
+    run_fast_path,
     spoil,
 )
 
 TOPICS = ["a", "b", "c", "d"]
-# "Aa" and "BB" (and their concatenations) share Java's String.hashCode: HashMap order ties.
-IDS = ["Aa", "BB", "AaAa", "BBBB", "AaBB", "BBAa", "c1", "c2", "c10", "m-3"]
-GENERATIONS = [None, -1, 1, 2, 3]
-chunks_st = st.sampled_from([1, 2, 5, sticky_owned._CHUNK])
 counts_st = st.fixed_dictionaries({t: st.integers(0, 6) for t in TOPICS})
 subscription_st = st.lists(st.sampled_from(TOPICS), max_size=4, unique=True)
 
 
 def fast(assignor, counts, members):
     """The fast path alone: its assignment, or None where it declines."""
-    counts = check_partition_counts(counts)
-    group = to_members(members, with_owned=False)
-    prep = StickyInput(counts, group, {})
-    sent = [owned_as_sent(m) for m in members]
-    pairs = assign_kept_general(prep, sent, assignor == "cooperative-sticky")
-    return None if pairs is None else {m.id: p for m, p in zip(group, pairs, strict=True)}
+    return run_fast_path(assign_kept_general, assignor, counts, members)
 
 
 def assert_fast_matches(assignor, counts, members):
@@ -96,11 +87,7 @@ def test_uneven_groups_match_the_general_path(group, assignor, chunk):
 @given(uneven_groups(spoiled=True), st.sampled_from(STICKY), chunks_st)
 def test_spoiled_uneven_groups_match_the_general_path_including_errors(group, assignor, chunk):
     counts, members = group
-    expected = outcome(general, assignor, counts, sent_fresh(members))
-    with chunk_size(chunk):
-        got = outcome(assign, assignor, counts, sent_fresh(members))
-    assert got == expected
-    event(f"spoiled: {got[0]}")
+    event(f"spoiled: {assert_spoiled_alike(assignor, counts, members, chunk)}")
 
 
 STEPS = ["join", "leave", "stale", "resend", "resubscribe"]
