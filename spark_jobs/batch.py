@@ -104,11 +104,31 @@ def _commit(row: dict[str, Any]) -> OffsetCommit:
     )
 
 
+POSITION_PREFIX = b"\xff\xff"  # offset-commit keys start 00 00 or 00 01, never ff
+NULL_KEY_PREFIX = b"\xff\xfe"
+
+
+def remainder_key(group_key: bytes) -> bytes | None:
+    """The record key inside a remainder row's grouping key (see `_ReduceColumns`)."""
+    if group_key.startswith(NULL_KEY_PREFIX):
+        return None
+    return group_key.split(b"/", 2)[2]
+
+
 @dataclass(frozen=True)
 class _ReduceColumns:
     """`reduce_batch`'s expressions. Building them takes about a thousand Py4J calls
     (0.5-0.8 s a batch on 2 busy cores), and they do not depend on the batch, so they are
-    built once per JVM session and reused."""
+    built once per JVM session and reused.
+
+    A record that passes the cheap row checks is grouped under its key; any other record
+    under a key unique to it: its source position followed by its own key bytes
+    (`ff ff <partition>/<offset>/<key>`, or `ff fe <partition>/<offset>` for a null key),
+    so that the aggregate need not carry the key. Binary aggregation buffers rule out
+    Spark's hash aggregate, so the aggregate is a sort aggregate; it carries one binary
+    column (the latest value) and otherwise plain numbers, which measured about 20%
+    less CPU than the latest row as one struct.
+    """
 
     keyed: list[Any]
     agg: list[Any]
@@ -118,24 +138,41 @@ class _ReduceColumns:
     @classmethod
     def build(cls) -> _ReduceColumns:
         position = F.concat(
-            F.lit(bytearray(b"\xff\xff")),
             F.bin("source_partition").cast("binary"),
             F.lit(bytearray(b"/")),
             F.bin("source_offset").cast("binary"),
         )
+        unique = F.when(
+            F.col("key").isNull(), F.concat(F.lit(bytearray(NULL_KEY_PREFIX)), position)
+        ).otherwise(
+            F.concat(F.lit(bytearray(POSITION_PREFIX)), position, F.lit(bytearray(b"/")), "key")
+        )
+        row_ok = F.substring("group_key", 1, 1) != F.lit(bytearray(b"\xff"))
         return cls(
             keyed=[
-                *source_columns(),
-                F.when(commit_row_ok(), F.col("key")).otherwise(position).alias("group_key"),
+                F.col("partition").alias("source_partition"),
+                F.col("offset").alias("source_offset"),
+                F.col("timestamp").alias("source_time"),
+                "value",
+                F.when(commit_row_ok(), F.col("key")).otherwise(unique).alias("group_key"),
             ],
             agg=[
-                F.max_by(
-                    F.struct("source_partition", "source_offset", "source_time", "key", "value"),
-                    "source_offset",
-                ).alias("c"),
+                F.max_by("source_partition", "source_offset").alias("source_partition"),
+                F.max("source_offset").alias("source_offset"),
+                F.max("source_time").alias("source_time"),
+                F.max_by("value", "source_offset").alias("value"),
                 F.count("*").alias("n"),
             ],
-            latest=[(F.col("group_key") == F.col("c.key")).alias("row_ok"), "c.*", "n"],
+            latest=[
+                row_ok.alias("row_ok"),
+                "source_partition",
+                "source_offset",
+                "source_time",
+                F.when(row_ok, F.col("group_key")).alias("key"),
+                "value",
+                "n",
+                "group_key",
+            ],
             decoded=["*", *decode_offset_commits()],
         )
 
@@ -157,8 +194,9 @@ def reduce_batch(df: DataFrame) -> DataFrame:
     An offset commit's key bytes identify its (group, topic, partition), so commits that
     pass the cheap per-row checks are reduced to the latest per key first (with their
     count), and only those winners are decoded. Every other record is grouped under a
-    key unique to its source position, so it keeps its own row and bytes for the codec.
-    One binary grouping key keeps the row checks from being evaluated more than once.
+    key unique to its source position, so it keeps its own row and bytes for the codec
+    (`key` is null in its row: `remainder_key` reads it from `group_key`). One binary
+    grouping key keeps the row checks from being evaluated more than once.
     """
     columns = _reduce_columns(df)
     latest = (
@@ -226,7 +264,10 @@ class BatchProcessor:
             partition, last = row["source_partition"], row["source_offset"]
             stats.end_offsets[partition] = max(stats.end_offsets.get(partition, -1), last)
             if not row["fast_ok"]:
-                if row["row_ok"] and row["n"] > 1:
+                if not row["row_ok"]:
+                    row["key"] = remainder_key(row["group_key"])
+                    remainder.append(row)
+                elif row["n"] > 1:
                     bad_keys.append(row["key"])  # a malformed key: all its records fail
                 else:
                     remainder.append(row)

@@ -44,6 +44,11 @@ def corrupt_file(directory: Path) -> list[tuple[int, int]]:
         (p, 1_000_001, good_key, good),  # fine
         (p, 1_000_002, b"\x00\x02\x00\x09grp", None),  # group key shorter than it says
         (p, 1_000_003, b"\x00\x63whatever", b"\x00\x00"),  # a record type from the future
+        (p, 1_000_004, None, b"\x00\x01"),  # no key at all
+        # A commit key whose topic length overruns it, twice: both records fail, though
+        # they share a key and would otherwise be reduced to the latest.
+        (p, 1_000_005, b"\x00\x01\x00\x01gxx-padding", good),
+        (p, 1_000_006, b"\x00\x01\x00\x01gxx-padding", good),
     ]
     table = pa.table(
         {
@@ -56,7 +61,14 @@ def corrupt_file(directory: Path) -> list[tuple[int, int]]:
         }
     )
     pq.write_table(table, directory / "records" / "part-99999.parquet")
-    return [(p, 1_000_000), (p, 1_000_002), (p, 1_000_003)]
+    return [
+        (p, 1_000_000),
+        (p, 1_000_002),
+        (p, 1_000_003),
+        (p, 1_000_004),
+        (p, 1_000_005),
+        (p, 1_000_006),
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -177,7 +189,9 @@ def test_bad_records_are_stored_and_the_good_ones_land(streamed) -> None:
     assert sorted((f[0], f[1]) for f in failures) == sorted(bad)
     reasons = " | ".join(f[2] for f in failures)
     assert "commit_timestamp" in reasons and "unknown record type 99" in reasons
-    assert all(f[3] for f in failures)  # the raw bytes are kept
+    keys = {(f[0], f[1]): f[3] for f in failures}
+    assert keys.pop((partition_for("late"), 1_000_004)) is None  # kept as it came: no key
+    assert all(keys.values())  # the raw bytes are kept
     assert late == 77
 
 
@@ -185,7 +199,7 @@ def test_pipeline_health_commit_counts_and_states_are_recorded(streamed, capture
     engine, _ = streamed
     records = pq.read_table(capture / "records", columns=["key"]).column("key").to_pylist()
     commits: dict[str, int] = {}
-    for key in records:
+    for key in filter(None, records):
         if int.from_bytes(key[:2], "big") in (0, 1):
             group = key[4 : 4 + int.from_bytes(key[2:4], "big")].decode()
             commits[group] = commits.get(group, 0) + 1
@@ -209,14 +223,18 @@ def test_pipeline_health_commit_counts_and_states_are_recorded(streamed, capture
     assert status.batches_total >= 2 and status.caught_up and status.records_behind == 0
     assert status.last_batch_seconds > 0
     # every offset commit record counted once, the ones superseded within a batch too
-    # (the truncated 'late' commit failed to decode, so it is not a commit)
+    # (the truncated 'late' commit and both commits under the overrunning key 'g' failed
+    # to decode, so they are not commits)
     commits["late"] -= 1
+    assert commits.pop("g") == 2
     assert stored == commits
     assert {"stable", "rebalancing"} <= states.keys() <= {"stable", "empty", "rebalancing"}
     # without the type id, offsets or lengths: a bounded label set
     assert categories == {
         "GroupMetadataKey v0: length exceeds",
+        "OffsetCommitKey v0: length exceeds",
         "OffsetCommitValue v3: truncated",
+        "key: key shorter than",
         "unknown record type",
     }
 
