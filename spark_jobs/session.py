@@ -7,6 +7,16 @@ import sys
 
 from pyspark.sql import SparkSession
 
+# The throughput collector: on local[2] it ran the offset-commit batches about 10% faster
+# than the JVM's default G1, with a fifth less peak memory (benchmarks/bench_stream.py).
+JAVA_OPTIONS = "-XX:+UseParallelGC"
+
+
+def java_options() -> str:
+    """The driver JVM's options (in local mode the executors share it); applies only when
+    this process starts the JVM, not under spark-submit."""
+    return os.environ.get("GROUPSCOPE_DRIVER_JAVA_OPTIONS", JAVA_OPTIONS)
+
 
 def spark_session(master: str | None = None, app_name: str = "groupscope") -> SparkSession:
     """Get or create the session.
@@ -29,6 +39,7 @@ def spark_session(master: str | None = None, app_name: str = "groupscope") -> Sp
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.driver.memory", os.environ.get("GROUPSCOPE_DRIVER_MEMORY", "2g"))
         .config("spark.sql.streaming.forceDeleteTempCheckpointLocation", "true")
+        .config("spark.driver.extraJavaOptions", java_options())
         .getOrCreate()
     )
     session.sparkContext.setLogLevel(os.environ.get("GROUPSCOPE_SPARK_LOG_LEVEL", "WARN"))
