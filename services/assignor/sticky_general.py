@@ -10,16 +10,18 @@ from __future__ import annotations
 
 from bisect import insort
 from collections.abc import Callable
-from itertools import compress, count, islice
-from operator import gt
+from itertools import compress
 
 from services.assignor.javaorder import string_hash, topic_partition_hash
 from services.assignor.sticky_input import DEFAULT_GENERATION, StickyInput
+from services.assignor.sticky_moves import Reassignments
 from services.assignor.sticky_structures import PartitionMovements, SortedMembers
 from services.assignor.sticky_subscriptions import Subscriptions
 
 
-class GeneralBuilder:
+class GeneralBuilder(Reassignments):
+    """``GeneralAssignmentBuilder`` on global ids; its moves are ``sticky_moves``'."""
+
     def __init__(self, prep: StickyInput) -> None:
         self.prep = prep
         self.topic_of = prep.topic_of()
@@ -172,126 +174,3 @@ class GeneralBuilder:
         sizes = sorted(len(c) for c in assignment if c is not None)
         n = len(sizes)
         return sum(s * (2 * k - n + 1) for k, s in enumerate(sizes))
-
-    def _is_balanced(self) -> bool:
-        """``isBalanced``: no member below its maximum could take a partition from an owner
-        with two or more partitions more.
-
-        Kafka asks partition by partition, member after member; the largest owner of
-        each topic, found once per topic, gives the same answer.
-        """
-        sizes = self.sizes
-        if sizes[self.sorted.first()] >= sizes[self.sorted.last()] - 1:
-            return True
-        prep, owner = self.prep, self.owner
-        largest: dict[int, int] = {}
-        for member in self.sorted:
-            count = sizes[member]
-            if count == self.max_size[member]:
-                continue
-            for t in self.topics_of[member]:
-                most = largest.get(t)
-                if most is None:
-                    start = prep.base[t]
-                    owners = owner[start : start + prep.counts[t]]
-                    most = largest[t] = max(map(sizes.__getitem__, owners))
-                if most > count + 1:
-                    return False
-        return True
-
-    def _perform_reassignments(
-        self, partitions: list[int], prev: dict[int, tuple[int, int]]
-    ) -> bool:
-        """``performReassignments``: passes over ``partitions`` until one moves nothing.
-
-        Between two moves nothing changes, so ``isBalanced`` is asked again only after a
-        move, and the partitions in between, which would not move, are skipped at once.
-        """
-        sizes, current, owner = self.sizes, self.current, self.owner
-        performed = False
-        modified = True
-        while modified:
-            modified = False
-            position = 0
-            while position < len(partitions) and not self._is_balanced():
-                position = self._next_to_move(partitions, position, prev)
-                if position == len(partitions):
-                    break
-                g = partitions[position]
-                position += 1
-                previous = prev.get(g)
-                # Kafka would throw a NullPointerException for a previous owner whose
-                # assignment is fixed; we skip that hint instead.
-                if (
-                    previous is not None
-                    and current[previous[0]] is not None
-                    and sizes[owner[g]] > sizes[previous[0]] + 1
-                ):
-                    self._reassign(g, previous[0])
-                else:
-                    self._reassign(g, self._least_loaded_subscriber(self.topic_of[g]))
-                performed = modified = True
-        return performed
-
-    def _next_to_move(
-        self, partitions: list[int], start: int, prev: dict[int, tuple[int, int]]
-    ) -> int:
-        """Where in ``partitions``, from ``start`` on, the next move happens (or the end).
-
-        A partition moves back to its previous owner (older generation, not fixed) if
-        that one holds two or more fewer partitions than its owner; otherwise to the least
-        loaded subscriber, if any subscriber holds two or more fewer. (Kafka first looks
-        for a lighter subscriber on the partition's racks, but either way it hands the
-        partition to the least loaded subscriber.)
-        """
-        sizes, owner, topic_of, current = self.sizes, self.owner, self.topic_of, self.current
-        limit = self._move_limits()
-        if not prev:
-            rest = islice(partitions, start, None)
-            owner_sizes = map(sizes.__getitem__, map(owner.__getitem__, rest))
-            limits = map(
-                limit.__getitem__, map(topic_of.__getitem__, islice(partitions, start, None))
-            )
-            return next(compress(count(start), map(gt, owner_sizes, limits)), len(partitions))
-        for position in range(start, len(partitions)):
-            g = partitions[position]
-            size = sizes[owner[g]]
-            previous = prev.get(g)
-            if size > limit[topic_of[g]] or (
-                previous is not None
-                and current[previous[0]] is not None
-                and size > sizes[previous[0]] + 1
-            ):
-                return position
-        return len(partitions)
-
-    def _move_limits(self) -> list[int]:
-        """Per topic: an owner holding more than this has a subscriber two or more lighter."""
-        sizes = self.sizes
-        lightest: dict[int, int] = {}  # by id of a shared potential list
-        limits = []
-        for subscribers in self.potential:
-            least = lightest.get(id(subscribers))
-            if least is None:
-                least = lightest[id(subscribers)] = min(map(sizes.__getitem__, subscribers))
-            limits.append(least + 1)
-        return limits
-
-    def _least_loaded_subscriber(self, topic: int) -> int:
-        subs = self.subscribed[topic]
-        return next(m for m in self.sorted if subs[m])
-
-    def _reassign(self, gid: int, new: int) -> None:
-        t = self.topic_of[gid]
-        gid = self.movements.actual_partition_to_move(gid, t, self.owner[gid], new)
-        old = self.owner[gid]
-        self.sorted.remove(old)
-        self.sorted.remove(new)
-        self.movements.move(gid, t, old, new)
-        self.current[old].remove(gid)
-        self.sizes[old] -= 1
-        self.current[new].append(gid)
-        self.sizes[new] += 1
-        self.owner[gid] = new
-        self.sorted.add(new)
-        self.sorted.add(old)
