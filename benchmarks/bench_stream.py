@@ -13,7 +13,7 @@ first batch begins (Python, the embedded PostgreSQL, the JVM, query start), the 
 Environment: GROUPSCOPE_BENCH_RECORDS (default 20,000,000), GROUPSCOPE_BENCH_FILES
 (records per replay file, default 1,000,000), GROUPSCOPE_BENCH_BACKLOG (records left
 behind for the restart case, default 4,000,000), GROUPSCOPE_BENCH_CASES (default
-commits,rebalances,restart).
+commits,rebalances,restart,broker).
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -39,21 +40,20 @@ PARTITIONS_PER_GROUP = 12
 VALUE = struct.Struct(">hqih0sq")  # v3: version, offset, leader epoch, "" metadata, time
 
 
-def write_commits(directory: Path, total: int, per_file: int) -> None:
-    """`total` offset commits over 24,000 (group, topic, partition) keys, in log order."""
+def commit_chunks(total: int, per_chunk: int) -> Iterator[pa.Table]:
+    """`total` offset commits over 24,000 (group, topic, partition) keys, in log order,
+    as tables of at most `per_chunk` records with the source's row schema."""
     keys = []
     for g in range(GROUPS):
         group = f"bench-service-{g}-consumer"
         for p in range(PARTITIONS_PER_GROUP):
             key = encode_key("offset_commit", {"group": group, "topic": "events", "partition": p})
             keys.append((partition_for(group), key))
-    records = directory / "records"
-    records.mkdir(parents=True)
     next_offset = [0] * 50
     written = 0
     base_ms = 1_767_225_600_000
     while written < total:
-        n = min(per_file, total - written)
+        n = min(per_chunk, total - written)
         parts, offsets, stamps, ks, vs = [], [], [], [], []
         for i in range(written, written + n):
             source, key = keys[i % len(keys)]
@@ -63,7 +63,7 @@ def write_commits(directory: Path, total: int, per_file: int) -> None:
             stamps.append(base_ms + i // 1000)
             ks.append(key)
             vs.append(VALUE.pack(3, i // len(keys), 7, 0, b"", base_ms + i // 1000))
-        table = pa.table(
+        yield pa.table(
             {
                 "topic": pa.array(["__consumer_offsets"] * n, pa.string()),
                 "partition": pa.array(parts, pa.int32()),
@@ -73,8 +73,15 @@ def write_commits(directory: Path, total: int, per_file: int) -> None:
                 "value": pa.array(vs, pa.binary()),
             }
         )
-        pq.write_table(table, records / f"part-{written // per_file:05d}.parquet")
         written += n
+
+
+def write_commits(directory: Path, total: int, per_file: int) -> None:
+    """`commit_chunks` as a replay directory, one parquet file per chunk."""
+    records = directory / "records"
+    records.mkdir(parents=True)
+    for i, table in enumerate(commit_chunks(total, per_file)):
+        pq.write_table(table, records / f"part-{i:05d}.parquet")
 
 
 def write_rebalances(directory: Path, groups: int, members: int) -> None:
@@ -186,7 +193,11 @@ class Run:
     peak: int
 
 
-def run_stream(capture: Path, work: Path, extra: list[str]) -> Run:
+def replay(capture: Path) -> list[str]:
+    return ["--source", "replay", str(capture)]
+
+
+def run_stream(source: list[str], work: Path, extra: list[str]) -> Run:
     env = {
         **os.environ,
         "GROUPSCOPE_DATA_DIR": str(work / "data"),
@@ -200,9 +211,7 @@ def run_stream(capture: Path, work: Path, extra: list[str]) -> Run:
             "-m",
             "services.cli",
             "stream",
-            "--source",
-            "replay",
-            str(capture),
+            *source,
             "--once",
             "--checkpoint",
             str(work / "ck"),
@@ -264,18 +273,71 @@ def commits_case(root: Path, total: int, per_file: int) -> None:
     started = time.perf_counter()
     write_commits(root / "commits", total, per_file)
     print(f"wrote {total:,} offset commits in {time.perf_counter() - started:.0f}s", flush=True)
-    run = run_stream(root / "commits", root / "w1", ["--max-files-per-trigger", "4"])
+    run = run_stream(replay(root / "commits"), root / "w1", ["--max-files-per-trigger", "4"])
+    report_throughput("offset commits end to end (replay)", total, run)
+
+
+def report_throughput(label: str, total: int, run: Run) -> None:
+    """Records/s over the wall time (JVM start included), from the first batch's start to
+    the last one's end, and over the batches after the first (cold) one."""
     seconds = batch_seconds(run.log)
+    ends = [logged_at(line) for line in batch_lines(run.log)]
+    processing = ends[-1] - (ends[0] - seconds[0])
     steady = sum(seconds[1:]) or sum(seconds)
     print(
-        f"offset commits end to end: {total / run.wall:,.0f} records/s over {total:,} "
-        f"({run.wall:.1f}s wall incl. Spark start); batches: {len(seconds)}, "
-        f"{sum(seconds):.1f}s in batches, after the first: "
-        f"{total * (len(seconds) - 1) / max(len(seconds), 1) / steady:,.0f} records/s; "
+        f"{label}: {total / run.wall:,.0f} records/s over {total:,} ({run.wall:.1f}s wall incl. "
+        f"Spark start); {total / processing:,.0f} records/s from the first batch's start to "
+        f"the last one's end ({processing:.1f}s, {len(seconds)} batches); after the first "
+        f"batch: {total * (len(seconds) - 1) / max(len(seconds), 1) / steady:,.0f} records/s; "
         f"peak memory {run.peak / 2**30:.2f} GiB",
         flush=True,
     )
     print(f"  timeline: {timeline(run)}", flush=True)
+
+
+def broker_case(root: Path, total: int) -> None:
+    """The same commits produced into a 50-partition topic on a real Kafka-protocol broker
+    (tansu, in memory, on this machine), then read by the job's own Kafka source."""
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    from tests.fixtures.kafka import running_tansu
+
+    topic = "bench-consumer-offsets"
+    with running_tansu(root) as bootstrap:
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        for future in admin.create_topics([NewTopic(topic, 50, 1)]).values():
+            future.result(30)
+        producer = Producer(
+            {
+                "bootstrap.servers": bootstrap,
+                "linger.ms": 50,
+                "batch.num.messages": 10_000,
+                "queue.buffering.max.messages": 2_000_000,
+                "queue.buffering.max.kbytes": 2_097_151,
+            }
+        )
+        started = time.perf_counter()
+        for chunk in commit_chunks(total, 1_000_000):
+            columns = [chunk.column(c).to_pylist() for c in ("partition", "key", "value")]
+            for partition, key, value in zip(*columns, strict=True):
+                while True:
+                    try:
+                        producer.produce(topic, value, key, partition=partition)
+                        break
+                    except BufferError:
+                        producer.poll(0.1)
+            producer.poll(0)
+        left = producer.flush(300)
+        if left:
+            raise RuntimeError(f"{left} records not delivered to the broker")
+        print(
+            f"produced {total:,} offset commits into tansu in {time.perf_counter() - started:.0f}s",
+            flush=True,
+        )
+        source = ["--source", "kafka", "--bootstrap-servers", bootstrap, "--topic", topic]
+        run = run_stream(source, root / "w4", ["--max-records-per-trigger", "4000000"])
+        report_throughput("offset commits end to end (broker)", total, run)
 
 
 def restart_case(root: Path, first: int, backlog: int, per_file: int) -> None:
@@ -289,10 +351,10 @@ def restart_case(root: Path, first: int, backlog: int, per_file: int) -> None:
     before = -(-first // per_file)
     for f in files[:before]:
         f.rename(capture / "records" / f.name)
-    run_stream(capture, root / "w3", ["--max-files-per-trigger", "4"])
+    run_stream(replay(capture), root / "w3", ["--max-files-per-trigger", "4"])
     for f in files[before:]:
         f.rename(capture / "records" / f.name)
-    run = run_stream(capture, root / "w3", ["--max-files-per-trigger", "4"])
+    run = run_stream(replay(capture), root / "w3", ["--max-files-per-trigger", "4"])
     ends = [logged_at(line) for line in batch_lines(run.log)]
     caught_up = (ends[-1] - run.started) if ends else float("nan")
     print(
@@ -319,7 +381,7 @@ def rebalances_case(root: Path) -> None:
     )
     later = time.time() + 1  # the file source takes files oldest first
     os.utime(storm, (later, later))
-    run = run_stream(capture, root / "w2", ["--max-files-per-trigger", "1"])
+    run = run_stream(replay(capture), root / "w2", ["--max-files-per-trigger", "1"])
     seconds = batch_seconds(run.log)
     print(
         f"1,000 groups x 20 members rebalancing in one batch: {seconds[-1]:.2f}s in a running "
@@ -331,7 +393,7 @@ def rebalances_case(root: Path) -> None:
     alone = root / "rebalances-cold"
     (alone / "records").mkdir(parents=True)
     storm.rename(alone / "records" / storm.name)
-    run = run_stream(alone, root / "w2c", [])
+    run = run_stream(replay(alone), root / "w2c", [])
     print(
         f"  the same storm as a fresh job's first batch: {batch_seconds(run.log)[0]:.2f}s "
         f"(cold; wall {run.wall:.1f}s incl. Spark start)",
@@ -343,13 +405,15 @@ def main() -> None:
     total = int(os.environ.get("GROUPSCOPE_BENCH_RECORDS", "20000000"))
     per_file = int(os.environ.get("GROUPSCOPE_BENCH_FILES", "1000000"))
     backlog = int(os.environ.get("GROUPSCOPE_BENCH_BACKLOG", "4000000"))
-    cases = os.environ.get("GROUPSCOPE_BENCH_CASES", "commits,rebalances,restart").split(",")
+    cases = os.environ.get("GROUPSCOPE_BENCH_CASES", "commits,rebalances,restart,broker").split(",")
     with tempfile.TemporaryDirectory(prefix="gs-bench-") as tmp:
         root = Path(tmp)
         if "commits" in cases:
             commits_case(root, total, per_file)
         if "rebalances" in cases:
             rebalances_case(root)
+        if "broker" in cases:
+            broker_case(root, total)
         if "restart" in cases:
             restart_case(root, min(total, 4 * per_file), backlog, per_file)
 
