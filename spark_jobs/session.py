@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 
+from pyspark.errors import PySparkRuntimeError
 from pyspark.sql import SparkSession
 
 # The throughput collector: on local[2] it ran the offset-commit batches about 10% faster
@@ -12,18 +13,25 @@ from pyspark.sql import SparkSession
 JAVA_OPTIONS = "-XX:+UseParallelGC"
 
 
-def java_options() -> str:
-    """The driver JVM's options (in local mode the executors share it); applies only when
-    this process starts the JVM, not under spark-submit."""
-    return os.environ.get("GROUPSCOPE_DRIVER_JAVA_OPTIONS", JAVA_OPTIONS)
+def java_options(archive: bool = True) -> str:
+    """The driver JVM's options (in local mode the executors share it), with the
+    class-data-sharing archive where `make setup` built one (`spark_jobs.jvm_archive`).
+    They apply only when this process starts the JVM, not under spark-submit."""
+    from spark_jobs.jvm_archive import archive_options
+
+    options = os.environ.get("GROUPSCOPE_DRIVER_JAVA_OPTIONS", JAVA_OPTIONS)
+    return f"{options} {archive_options()}".strip() if archive else options
 
 
-def spark_session(master: str | None = None, app_name: str = "groupscope") -> SparkSession:
+def spark_session(
+    master: str | None = None, app_name: str = "groupscope", extra_java_options: str = ""
+) -> SparkSession:
     """Get or create the session.
 
     Workers must run this interpreter (with pyarrow and the project installed), not the
     system Python: DESIGN.md §5 measured 15 s timeouts otherwise. Under spark-submit the
     master and resources come from the submit command; locally the default is local[*].
+    A JVM that cannot start with the class-data-sharing archive is started again without.
     """
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
@@ -31,7 +39,7 @@ def spark_session(master: str | None = None, app_name: str = "groupscope") -> Sp
     builder = SparkSession.builder.appName(app_name)
     if master or not os.environ.get("SPARK_SUBMIT_CONF"):
         builder = builder.master(master or os.environ.get("GROUPSCOPE_SPARK_MASTER", "local[*]"))
-    session = (
+    builder = (
         builder.config("spark.sql.shuffle.partitions", os.environ.get("GROUPSCOPE_SHUFFLE", "4"))
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
         .config("spark.ui.enabled", "false")
@@ -39,8 +47,18 @@ def spark_session(master: str | None = None, app_name: str = "groupscope") -> Sp
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.driver.memory", os.environ.get("GROUPSCOPE_DRIVER_MEMORY", "2g"))
         .config("spark.sql.streaming.forceDeleteTempCheckpointLocation", "true")
-        .config("spark.driver.extraJavaOptions", java_options())
-        .getOrCreate()
     )
+    options = f"{java_options()} {extra_java_options}".strip()
+    try:
+        session = builder.config("spark.driver.extraJavaOptions", options).getOrCreate()
+    except PySparkRuntimeError as exc:
+        if "SharedArchiveFile" not in options:
+            raise
+        print(
+            f"JVM start-up failed with the class-data archive, retrying without: {exc}",
+            file=sys.stderr,
+        )
+        options = f"{java_options(archive=False)} {extra_java_options}".strip()
+        session = builder.config("spark.driver.extraJavaOptions", options).getOrCreate()
     session.sparkContext.setLogLevel(os.environ.get("GROUPSCOPE_SPARK_LOG_LEVEL", "WARN"))
     return session
