@@ -4,6 +4,10 @@ ground truth: every generation, assignment, join/leave and move, exactly."""
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -308,6 +312,47 @@ def test_replay_and_restart_after_a_failed_batch_equal_an_uninterrupted_run(
         # Replaying everything from scratch (a lost checkpoint) changes nothing either.
         run_query(spark, capture, HistoryStore(other), tmp_path / "fresh", other)
         assert table_contents(other) == table_contents(engine)
+    finally:
+        other.dispose()
+        postgres_server.drop_database(name)
+
+
+def commit_counts(engine: Engine) -> list[tuple]:
+    with engine.connect() as conn:
+        return sorted(map(tuple, conn.execute(text("SELECT name, commits_total FROM groups"))))
+
+
+def test_a_job_killed_mid_run_resumes_to_the_same_database(
+    streamed, capture: Path, postgres_server, migrated_template: str, tmp_path
+) -> None:
+    """kill -9 of the whole job (Python driver and JVM) just after a batch was written
+    and logged, when Spark has most likely not yet committed it: the restart replays it."""
+    engine, _ = streamed
+    name = postgres_server.create_database(template=migrated_template)
+    url = postgres_server.url(name)
+    other = create_store_engine(url)
+    command = [
+        *(sys.executable, "-m", "services.cli", "stream", "--source", "replay", str(capture)),
+        *("--once", "--database-url", url, "--checkpoint", str(tmp_path / "checkpoint")),
+        *("--max-files-per-trigger", "1"),
+    ]
+    try:
+        job = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        seen = []
+        for line in job.stderr:  # type: ignore[union-attr]
+            seen.append(line)
+            if "groupscope.stream batch 1:" in line:
+                os.killpg(job.pid, signal.SIGKILL)
+                break
+        job.wait(60)
+        assert job.returncode == -signal.SIGKILL, "".join(seen[-20:])
+        with other.connect() as conn:
+            last = conn.execute(text("SELECT max(batch_id) FROM pipeline_progress")).scalar_one()
+        assert 1 <= last < 5  # killed part way through the six batches
+        done = subprocess.run(command, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert table_contents(other) == table_contents(engine)
+        assert commit_counts(other) == commit_counts(engine)  # the replayed batch counted once
     finally:
         other.dispose()
         postgres_server.drop_database(name)
