@@ -158,7 +158,11 @@ def main(argv: list[str] | None = None) -> int:
     if target.is_file():
         return 0
     print(f"jvm archive: building {target} ...", file=sys.stderr, flush=True)
-    built = build(target)
+    try:
+        built = build(target)
+    except OSError as exc:  # a read-only install, a full disk: run without
+        print(f"jvm archive: {exc}", file=sys.stderr)
+        built = False
     print(
         f"jvm archive: {'built' if built else 'not built; the job runs without it'}",
         file=sys.stderr,
