@@ -75,6 +75,14 @@ def corrupt_file(directory: Path) -> list[tuple[int, int]]:
     ]
 
 
+def stream_args(capture: Path, url: str, checkpoint: Path, files_per_batch: int) -> list[str]:
+    """`groupscope stream` over the capture, once, into the database at `url`."""
+    return [
+        *("stream", "--source", "replay", str(capture), "--once", "--database-url", url),
+        *("--checkpoint", str(checkpoint), "--max-files-per-trigger", str(files_per_batch)),
+    ]
+
+
 @pytest.fixture(scope="module")
 def streamed(
     capture: Path, postgres_server, migrated_template: str, spark, tmp_path_factory
@@ -83,21 +91,7 @@ def streamed(
     name = postgres_server.create_database(template=migrated_template)
     url = postgres_server.url(name)
     checkpoint = tmp_path_factory.mktemp("checkpoint")
-    code = main(
-        [
-            "stream",
-            "--source",
-            "replay",
-            str(capture),
-            "--once",
-            "--database-url",
-            url,
-            "--checkpoint",
-            str(checkpoint),
-            "--max-files-per-trigger",
-            "2",
-        ]
-    )
+    code = main(stream_args(capture, url, checkpoint, files_per_batch=2))
     assert code == 0
     engine = create_store_engine(url)
     yield engine, bad
@@ -332,9 +326,8 @@ def test_a_job_killed_mid_run_resumes_to_the_same_database(
     url = postgres_server.url(name)
     other = create_store_engine(url)
     command = [
-        *(sys.executable, "-m", "services.cli", "stream", "--source", "replay", str(capture)),
-        *("--once", "--database-url", url, "--checkpoint", str(tmp_path / "checkpoint")),
-        *("--max-files-per-trigger", "1"),
+        *(sys.executable, "-m", "services.cli"),
+        *stream_args(capture, url, tmp_path / "checkpoint", files_per_batch=1),
     ]
     try:
         job = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, start_new_session=True)
