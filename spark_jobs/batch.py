@@ -171,7 +171,7 @@ class _ReduceColumns:
                 F.when(row_ok, F.col("group_key")).alias("key"),
                 "value",
                 "n",
-                "group_key",
+                F.when(~row_ok, F.col("group_key")).alias("group_key"),  # only where needed
             ],
             decoded=["*", *decode_offset_commits()],
         )
