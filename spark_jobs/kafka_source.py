@@ -164,6 +164,12 @@ def read_range(part: KafkaRange) -> Iterator[Any]:
         return
     consumer = Consumer(
         {
+            # librdkafka stops fetching once its local queue holds queued.min.messages
+            # (100,000 by default) and then waits fetch.queue.backoff.ms (1 s) before the
+            # next fetch: on a 1M-record range that idled about 1 s in every 1.1 s (133,000
+            # records/s against 790,000 with these). A range is at most SPLIT records.
+            "queued.min.messages": SPLIT,
+            "fetch.queue.backoff.ms": 10,
             **part.config,
             "group.id": "groupscope-reader",
             "enable.auto.commit": False,
