@@ -47,6 +47,9 @@ def spark_session(
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.driver.memory", os.environ.get("GROUPSCOPE_DRIVER_MEMORY", "2g"))
         .config("spark.sql.streaming.forceDeleteTempCheckpointLocation", "true")
+        # Keys one task's hash aggregate holds before it sorts instead (default 128):
+        # the batch reduction (spark_jobs.batch) holds one per committed partition.
+        .config("spark.sql.objectHashAggregate.sortBased.fallbackThreshold", "100000")
     )
     options = f"{java_options()} {extra_java_options}".strip()
     try:
