@@ -23,7 +23,7 @@ system-deps:
 	    $$sudo apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	fi
 
-$(STAMP): pyproject.toml services/codec/_speedups.c
+$(STAMP): pyproject.toml services/codec/_speedups.c spark_jobs/_kafka_read.c
 	@$(MAKE) --no-print-directory system-deps
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
