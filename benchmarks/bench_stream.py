@@ -238,8 +238,9 @@ def batch_seconds(log: str) -> list[float]:
     return [float(line.rsplit(" ", 1)[1].rstrip("s")) for line in batch_lines(log)]
 
 
-def batch_records(log: str) -> int:
-    return sum(int(line.split(": ", 1)[1].split(" ", 1)[0]) for line in batch_lines(log))
+def batch_records(log: str) -> list[int]:
+    """Records of each batch, as the job logged them."""
+    return [int(line.split(": ", 1)[1].split(" ", 1)[0]) for line in batch_lines(log)]
 
 
 def logged_at(line: str) -> float:
@@ -279,16 +280,20 @@ def commits_case(root: Path, total: int, per_file: int) -> None:
 
 def report_throughput(label: str, total: int, run: Run) -> None:
     """Records/s over the wall time (JVM start included), from the first batch's start to
-    the last one's end, and over the batches after the first (cold) one."""
+    the last one's end, and over the batches after the first (cold) one. The records are
+    those the job logged; a broker whose end offsets fall short (tansu reports the start
+    of a partition's last record batch) leaves fewer than `total`."""
     seconds = batch_seconds(run.log)
+    records = batch_records(run.log)
+    done = sum(records)
     ends = [logged_at(line) for line in batch_lines(run.log)]
     processing = ends[-1] - (ends[0] - seconds[0])
-    steady = sum(seconds[1:]) or sum(seconds)
+    steady = sum(records[1:]) / sum(seconds[1:]) if len(seconds) > 1 else 0
     print(
-        f"{label}: {total / run.wall:,.0f} records/s over {total:,} ({run.wall:.1f}s wall incl. "
-        f"Spark start); {total / processing:,.0f} records/s from the first batch's start to "
-        f"the last one's end ({processing:.1f}s, {len(seconds)} batches); after the first "
-        f"batch: {total * (len(seconds) - 1) / max(len(seconds), 1) / steady:,.0f} records/s; "
+        f"{label}: {done / run.wall:,.0f} records/s over {done:,} of {total:,} "
+        f"({run.wall:.1f}s wall incl. Spark start); {done / processing:,.0f} records/s from "
+        f"the first batch's start to the last one's end ({processing:.1f}s, {len(seconds)} "
+        f"batches); after the first batch: {steady:,.0f} records/s; "
         f"peak memory {run.peak / 2**30:.2f} GiB",
         flush=True,
     )
@@ -358,7 +363,7 @@ def restart_case(root: Path, first: int, backlog: int, per_file: int) -> None:
     ends = [logged_at(line) for line in batch_lines(run.log)]
     caught_up = (ends[-1] - run.started) if ends else float("nan")
     print(
-        f"restart with a backlog of {batch_records(run.log):,} records "
+        f"restart with a backlog of {sum(batch_records(run.log)):,} records "
         f"(after {first:,}): caught up {caught_up:.1f}s after the restart "
         f"({len(ends)} batches, {run.wall:.1f}s wall to exit)",
         flush=True,
