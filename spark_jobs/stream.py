@@ -140,6 +140,13 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--offsets-partitions must be positive")
     if args.max_records_per_trigger <= 0:
         raise UsageError("--max-records-per-trigger must be positive")
+    if kind == "kafka":
+        from spark_jobs.range_reader import chosen_reader
+
+        try:
+            chosen_reader()
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
     logging.basicConfig(
         level=logging.WARNING, stream=sys.stderr, format="%(asctime)s %(name)s %(message)s"
     )

@@ -36,6 +36,13 @@ def test_bad_flags_exit_2_with_one_line(tmp_path: Path, capsys, extra: list[str]
     assert reason in err and "\n" not in err
 
 
+def test_an_unknown_kafka_reader_is_refused(capsys, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GROUPSCOPE_KAFKA_READER", "fast")
+    assert main(["stream", "--bootstrap-servers", "127.0.0.1:1", "--once"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "GROUPSCOPE_KAFKA_READER='fast'" in err and "\n" not in err
+
+
 def test_a_directory_without_records_is_refused(tmp_path: Path, capsys) -> None:
     assert main(["stream", "--source", "replay", str(tmp_path)]) == 2
     assert "not a replay directory" in capsys.readouterr().err
