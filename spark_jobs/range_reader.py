@@ -16,6 +16,7 @@ it when a C compiler is present) and confluent-kafka's otherwise.
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 from collections.abc import Iterator
@@ -263,7 +264,23 @@ def _reader(kind: str, config: dict[str, Any]) -> RangeReader:
     if key not in _readers:
         native = kind == "native" or (kind == "auto" and native_available())
         _readers[key] = NativeReader(config) if native else PythonReader(config)
+        _freeze_imports()
     return _readers[key]
+
+
+def _freeze_imports() -> None:
+    """Exempt what this worker holds now (pyspark, pyarrow, confluent-kafka, the reader)
+    from Python's cyclic garbage collector.
+
+    pyspark's daemon runs a full `gc.collect()` after every task of a reused worker
+    (`pyspark/daemon.py`), and a batch has one task per partition. A full collection
+    walks every object the worker has imported: measured in a 50-partition, 4M-record
+    batch, about 0.9 s of the Python workers' CPU, a quarter of it. Freezing after the
+    first reader is built (`gc.freeze`, after a collection, so no garbage is kept)
+    leaves each later collection only what the tasks themselves created.
+    """
+    gc.collect()
+    gc.freeze()
 
 
 def _drop_reader(kind: str, config: dict[str, Any]) -> None:

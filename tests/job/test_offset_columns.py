@@ -112,3 +112,31 @@ def test_sql_decode_matches_the_codec(spark, cases: list[tuple], seed: int) -> N
         assert row["expire_ms"] == v["expire_timestamp"]
         assert row["value_version"] == record["value_version"]
     assert fast >= 60  # the undamaged v0-v3 records at least
+
+
+@pytest.mark.parametrize("version", [0, 1, 2, 3])
+def test_the_row_check_reads_both_bytes_of_the_metadata_length(spark, version: int) -> None:
+    """Metadata lengths across the high byte (255, 256, 4,660 = 0x1234, 32,767) pass the
+    per-row check; the same values with either length byte changed fail it, as they fail
+    the codec."""
+    key = encode_key("offset_commit", {"group": "g", "topic": "t", "partition": 0})
+    fields = {"offset": 5, "leader_epoch": 1, "commit_timestamp": 9, "expire_timestamp": 10}
+    rows = []
+    for n in (0, 255, 256, 0x1234, 32767):
+        value = encode_value("offset_commit", version, {**fields, "metadata": "m" * n})
+        position = 15 if version == 3 else 11  # 1-based position of the metadata length
+        assert value[position - 1 : position + 1] == n.to_bytes(2, "big")
+        rows.append((f"{n}", key, value))
+        for byte, delta in ((0, 1), (1, 1), (0, -1)):
+            bad = bytearray(value)
+            bad[position - 1 + byte] = (bad[position - 1 + byte] + delta) % 256
+            rows.append((f"{n}: byte {byte} {delta:+d}", key, bytes(bad)))
+    df = spark.createDataFrame(rows, "id string, key binary, value binary")
+    got = {r["id"]: r["ok"] for r in df.select("id", commit_row_ok().alias("ok")).collect()}
+    for name, k, value in rows:
+        try:
+            decode_record(k, value)
+            valid = True
+        except DecodeError:
+            valid = False
+        assert got[name] == valid == (":" not in name), name

@@ -108,6 +108,28 @@ def test_one_consumer_serves_range_after_range(kafka_broker, topic: str, kind: s
     assert len(mine) == 1
 
 
+def test_a_new_reader_freezes_what_the_worker_has_imported(kafka_broker, topic: str) -> None:
+    """pyspark's daemon collects garbage after every task; what the worker holds once its
+    reader exists is exempted, and a reused reader freezes nothing more."""
+    import gc
+
+    for key in list(range_reader._readers):
+        range_reader._readers.pop(key).close()
+    gc.unfreeze()
+    try:
+        assert gc.get_freeze_count() == 0
+        table(kafka_broker, topic, "python", 0, 0, 10)
+        frozen = gc.get_freeze_count()
+        assert frozen > 10_000  # pyspark, pyarrow and confluent-kafka's objects
+        (reader,) = range_reader._readers.values()
+        assert gc.is_tracked(reader)
+        assert not any(o is reader for o in gc.get_objects())  # frozen: never walked again
+        table(kafka_broker, topic, "python", 0, 10, 20)
+        assert gc.get_freeze_count() == frozen
+    finally:
+        gc.unfreeze()
+
+
 @pytest.mark.parametrize("kind", KINDS)
 def test_a_range_past_the_partitions_end_ends_empty(kafka_broker, topic: str, kind) -> None:
     assert table(kafka_broker, topic, kind, 0, 300, 305).num_rows == 0
