@@ -71,6 +71,11 @@ def share(available: dict[str, int], budget: int) -> dict[str, int]:
     return grant
 
 
+def _highs(marks: dict[str, tuple[int, int]]) -> dict[str, int]:
+    """Each partition's last stable offset, from `(earliest, last stable)` watermarks."""
+    return {p: high for p, (_, high) in marks.items()}
+
+
 class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def __init__(self, options: dict[str, str]) -> None:
         self.topic = options["topic"]
@@ -117,18 +122,18 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return ReadMaxRows(self.max_rows) if self.max_rows else ReadAllAvailable()
 
     def prepareForTriggerAvailableNow(self) -> None:
-        self.target = {p: high for p, (_, high) in self._watermarks().items()}
+        self.target = _highs(self._watermarks())
 
     def reportLatestOffset(self) -> dict | None:
-        return {p: high for p, (_, high) in self._watermarks().items()}
+        return _highs(self._watermarks())
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
         marks = self._watermarks()
-        latest = {p: high for p, (_, high) in marks.items()}
+        latest = _highs(marks)
         if self.target is not None:  # Trigger.AvailableNow: never beyond the target
             latest = {p: min(high, self.target.get(p, 0)) for p, high in latest.items()}
-        begin = {p: start.get(p, low) for p, (low, _) in marks.items()}
-        begin = {p: max(b, marks[p][0]) for p, b in begin.items()}  # retention moved on
+        # Where retention moved past the checkpoint, from the earliest record still there.
+        begin = {p: max(start.get(p, low), low) for p, (low, _) in marks.items()}
         available = {p: max(latest[p] - begin[p], 0) for p in latest}
         if isinstance(limit, ReadMaxRows):
             grant = share(available, limit.max_rows)
