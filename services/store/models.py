@@ -279,3 +279,29 @@ class PipelineStatus(Base):
     records_behind: Mapped[int | None] = mapped_column(BigInteger)
     caught_up: Mapped[bool] = mapped_column(Boolean)
     updated_at: Mapped[datetime] = mapped_column(Timestamp)
+    # Set while the job cannot reach its source; NULL when healthy (migration 0004).
+    degraded_reason: Mapped[str | None] = mapped_column(Text)
+    degraded_since: Mapped[datetime | None] = mapped_column(Timestamp)
+    # Times a source partition's offsets restarted below what the job had read.
+    log_resets_total: Mapped[int] = mapped_column(BigInteger, server_default="0")
+
+
+class RecordRepair(Base):
+    """A field of a record that was changed so that it could be stored, with its original.
+
+    `original` holds the field's original UTF-8 bytes (a string with U+0000, or a key
+    too long for an index); `original_ms` the raw milliseconds of a timestamp outside
+    the range of a date; `stored` what the store holds instead (NULL for a time).
+    """
+
+    __tablename__ = "record_repairs"
+
+    source_partition: Mapped[int] = mapped_column(Integer, primary_key=True)
+    source_offset: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    # The field's path in the decoded record, e.g. "key.group" or "members[2].client_host".
+    field: Mapped[str] = mapped_column(Text, primary_key=True)
+    reason: Mapped[str] = mapped_column(Text)
+    original: Mapped[bytes | None] = mapped_column(LargeBinary)
+    original_ms: Mapped[int | None] = mapped_column(BigInteger)
+    stored: Mapped[str | None] = mapped_column(Text)
+    batch_id: Mapped[int] = mapped_column(BigInteger)
