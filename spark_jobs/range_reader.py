@@ -245,27 +245,37 @@ def chosen_reader() -> str:
     return choice
 
 
-_readers: dict[str, RangeReader] = {}  # one consumer per config, in each worker process
+# One consumer per config in each worker process, with the log incarnation it was made for.
+_readers: dict[str, tuple[int, RangeReader]] = {}
 
 
 def _key(kind: str, config: dict[str, Any]) -> str:
     return json.dumps([kind, config], sort_keys=True)
 
 
-def _reader(kind: str, config: dict[str, Any]) -> RangeReader:
+def _reader(kind: str, config: dict[str, Any], incarnation: int = 0) -> RangeReader:
     """This worker process's reader for `config`, created on first use.
 
     Spark reuses Python workers across tasks (`spark.python.worker.reuse`), so a consumer
     outlives its range and is reassigned to the next: creating one cost about 27 ms of
     CPU (threads, bootstrap, metadata), and a batch has one range per partition. On an
     executor without the native reader, `auto` takes confluent-kafka's.
+
+    A consumer is not reused across log incarnations (`kafka_source`: the topic deleted
+    and recreated): librdkafka 2.16 reassigned to a recreated topic's partition crashed
+    the process (SIGSEGV, on tansu 0.6), so a new incarnation closes it and starts anew.
     """
     key = _key(kind, config)
-    if key not in _readers:
+    known = _readers.get(key)
+    if known is not None and known[0] != incarnation:
+        _drop_reader(kind, config)
+        known = None
+    if known is None:
         native = kind == "native" or (kind == "auto" and native_available())
-        _readers[key] = NativeReader(config) if native else PythonReader(config)
+        known = (incarnation, NativeReader(config) if native else PythonReader(config))
+        _readers[key] = known
         _freeze_imports()
-    return _readers[key]
+    return known[1]
 
 
 def _freeze_imports() -> None:
@@ -284,15 +294,22 @@ def _freeze_imports() -> None:
 
 
 def _drop_reader(kind: str, config: dict[str, Any]) -> None:
-    reader = _readers.pop(_key(kind, config), None)
-    if reader is not None:
-        reader.close()
+    known = _readers.pop(_key(kind, config), None)
+    if known is not None:
+        known[1].close()
 
 
 def read_range(
-    topic: str, partition: int, start: int, end: int, config: dict[str, Any], kind: str = "auto"
+    topic: str,
+    partition: int,
+    start: int,
+    end: int,
+    config: dict[str, Any],
+    kind: str = "auto",
+    incarnation: int = 0,
 ) -> Iterator[pa.RecordBatch]:
     """Records [start, end) of one partition, in batches of about ARROW_ROWS.
+    `incarnation` names the topic's log (see `_reader`).
 
     Gaps that compaction and control records leave are expected: the range ends at the
     record end - 1, at a record past it, at the partition's end, or once the consumer's
@@ -300,7 +317,7 @@ def read_range(
     """
     if end <= start:
         return
-    reader = _reader(kind, config)
+    reader = _reader(kind, config, incarnation)
     # The exact start offset, even 0: a logical offset (OFFSET_BEGINNING) costs a lookup
     # that took 0.5 s per range on tansu, and a start that no longer exists resets to the
     # earliest record anyway (auto.offset.reset).

@@ -1,0 +1,106 @@
+"""The checkpoint and the history store cannot silently disagree: a new database gets a
+new checkpoint, and a checkpoint ahead of its database is refused until reset. Real
+Spark (local[2]) and PostgreSQL, over a small replay directory."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Engine, text
+
+from services.cli import main
+from services.simulator import Params, ReplayDirectory, build, simulate
+from services.store.database import create_store_engine
+from tests.job.test_stream_truth import table_contents
+
+
+@pytest.fixture(scope="module")
+def capture(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One scenario, in files small enough for a few micro-batches."""
+    out = tmp_path_factory.mktemp("capture")
+    specs, duration = build(["rolling-restart"], Params(), None)
+    simulate(specs, ReplayDirectory(out, rows_per_file=300), out, duration or 600_000, seed=3)
+    return out
+
+
+@contextmanager
+def databases(postgres_server, template: str, n: int) -> Iterator[list[tuple[str, Engine]]]:
+    """`n` new, migrated databases: (URL, engine) each."""
+    names = [postgres_server.create_database(template=template) for _ in range(n)]
+    opened = [
+        (postgres_server.url(name), create_store_engine(postgres_server.url(name)))
+        for name in names
+    ]
+    try:
+        yield opened
+    finally:
+        for (_, engine), name in zip(opened, names, strict=True):
+            engine.dispose()
+            postgres_server.drop_database(name)
+
+
+def stream(capture: Path, url: str, *extra: str) -> int:
+    return main(
+        [
+            *("stream", "--source", "replay", str(capture), "--once", "--database-url", url),
+            *("--max-files-per-trigger", "3", *extra),
+        ]
+    )
+
+
+def counts(engine: Engine) -> tuple[int, int] | None:
+    """(batches_total, records_total) of the only source, None before any batch."""
+    with engine.connect() as conn:
+        row = conn.execute(text("SELECT batches_total, records_total FROM pipeline_status")).first()
+    return None if row is None else (row[0], row[1])
+
+
+def test_a_new_database_gets_a_new_checkpoint_under_the_data_dir(
+    capture: Path, postgres_server, migrated_template, spark, tmp_path: Path, monkeypatch
+) -> None:
+    data, cwd = tmp_path / "data", tmp_path / "cwd"
+    cwd.mkdir()
+    monkeypatch.setenv("GROUPSCOPE_DATA_DIR", str(data))
+    monkeypatch.delenv("GROUPSCOPE_CHECKPOINT", raising=False)
+    monkeypatch.chdir(cwd)
+    with databases(postgres_server, migrated_template, 2) as [(first, one), (second, two)]:
+        assert stream(capture, first) == 0
+        assert stream(capture, second) == 0  # same source, another database
+        checkpoints = sorted(p.name for p in (data / "checkpoints").iterdir())
+        assert len(checkpoints) == 2  # keyed on the database too
+        assert not (cwd / ".groupscope").exists()  # nothing under the current directory
+        records = counts(one)
+        assert records is not None and records[0] >= 2 and records[1] > 500
+        assert counts(two) == records
+        assert table_contents(two) == table_contents(one)
+
+
+def test_a_checkpoint_ahead_of_its_database_is_refused_until_reset(
+    capture: Path, postgres_server, migrated_template, spark, tmp_path: Path, capsys
+) -> None:
+    checkpoint = str(tmp_path / "ck")
+    with databases(postgres_server, migrated_template, 2) as [(first, one), (second, two)]:
+        assert stream(capture, first, "--checkpoint", checkpoint) == 0
+        capsys.readouterr()
+        # The same checkpoint with a new database (or one restored from a backup).
+        assert stream(capture, second, "--checkpoint", checkpoint) == 1
+        err = capsys.readouterr().err.strip()
+        assert "\n" not in err
+        assert "holds nothing" in err and "--reset-checkpoint" in err
+        assert counts(two) is None  # nothing written, nothing claimed
+
+        assert stream(capture, second, "--checkpoint", checkpoint, "--reset-checkpoint") == 0
+        assert table_contents(two) == table_contents(one)
+        assert counts(two) == counts(one)
+        aside = [p.name for p in tmp_path.iterdir() if p.name.startswith("ck.reset-")]
+        assert len(aside) == 1
+
+        # Reset again into the same database: Spark's batch ids restart at 0, and the
+        # replay's batches are counted (as read again), not taken for replays.
+        assert stream(capture, second, "--checkpoint", checkpoint, "--reset-checkpoint") == 0
+        batches, records = counts(one)  # type: ignore[misc]
+        assert counts(two) == (2 * batches, 2 * records)
+        assert table_contents(two) == table_contents(one)
