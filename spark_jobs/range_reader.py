@@ -245,8 +245,8 @@ def chosen_reader() -> str:
     return choice
 
 
-# One consumer per config in each worker process, with the log incarnation it was made for.
-_readers: dict[str, tuple[int, RangeReader]] = {}
+_readers: dict[str, RangeReader] = {}  # one consumer per config, in each worker process
+_incarnations: dict[str, int] = {}  # the log incarnation each reader was made for
 
 
 def _key(kind: str, config: dict[str, Any]) -> str:
@@ -266,16 +266,14 @@ def _reader(kind: str, config: dict[str, Any], incarnation: int = 0) -> RangeRea
     the process (SIGSEGV, on tansu 0.6), so a new incarnation closes it and starts anew.
     """
     key = _key(kind, config)
-    known = _readers.get(key)
-    if known is not None and known[0] != incarnation:
+    if key in _readers and _incarnations.get(key, 0) != incarnation:
         _drop_reader(kind, config)
-        known = None
-    if known is None:
+    if key not in _readers:
         native = kind == "native" or (kind == "auto" and native_available())
-        known = (incarnation, NativeReader(config) if native else PythonReader(config))
-        _readers[key] = known
+        _readers[key] = NativeReader(config) if native else PythonReader(config)
+        _incarnations[key] = incarnation
         _freeze_imports()
-    return known[1]
+    return _readers[key]
 
 
 def _freeze_imports() -> None:
@@ -294,9 +292,9 @@ def _freeze_imports() -> None:
 
 
 def _drop_reader(kind: str, config: dict[str, Any]) -> None:
-    known = _readers.pop(_key(kind, config), None)
-    if known is not None:
-        known[1].close()
+    reader = _readers.pop(_key(kind, config), None)
+    if reader is not None:
+        reader.close()
 
 
 def read_range(

@@ -10,7 +10,6 @@ import logging
 import time
 from pathlib import Path
 
-import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 from pyspark.sql.streaming.datasource import ReadAllAvailable
@@ -117,7 +116,7 @@ def test_a_reset_partition_is_planned_from_its_start_with_a_new_base() -> None:
     assert reader.latestOffset(end, ReadAllAvailable()) == {"0": 1, "1": 40, "bases": {"0": 11}}
 
 
-@pytest.mark.parametrize("carried", [{"0": 8}, {}])
-def test_a_new_checkpoint_starts_from_the_carried_bases(carried: dict[str, int]) -> None:
-    reader = Watermarks({"0": (0, 3)}, bases=json.dumps(carried))
-    assert reader.initialOffset() == ({"0": 0, "bases": carried} if carried else {"0": 0})
+def test_a_new_checkpoint_starts_from_the_carried_bases() -> None:
+    reader = Watermarks({"0": (0, 3)}, bases=json.dumps({"0": 8}))
+    assert reader.initialOffset() == {"0": 0, "bases": {"0": 8}}
+    assert Watermarks({"0": (0, 3)}).initialOffset() == {"0": 0}  # the format of old
