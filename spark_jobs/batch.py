@@ -34,7 +34,7 @@ from services.store.repository import HistoryStore
 from services.store.retry import RetryPolicy
 from services.store.snapshots import LatestGeneration
 from spark_jobs import tracker_state
-from spark_jobs.checkpoint import log_resets
+from spark_jobs.checkpoint import with_source_positions
 from spark_jobs.generations import GenerationTracker, Position, Snapshot, identity, to_datetime
 from spark_jobs.offset_columns import commit_row_ok, decode_offset_commits
 
@@ -248,9 +248,9 @@ class BatchProcessor:
     def __call__(self, df: DataFrame, batch_id: int) -> None:
         started = time.perf_counter()
         batch, stats = self._build(df, batch_id)
-        resets = log_resets(self.checkpoint, batch_id, self.source) if self.checkpoint else 0
-        health = BatchHealth(stats.records, time.perf_counter() - started, resets)
-        batch = replace(batch, health=health)
+        batch = replace(batch, health=BatchHealth(stats.records, time.perf_counter() - started))
+        if self.checkpoint is not None:
+            batch = with_source_positions(batch, self.checkpoint)
         self.retry.run(lambda: self.store.write_batch(batch))
         if self.state_dir is not None:
             tracker_state.save(self.state_dir, batch_id, self.tracker)

@@ -25,12 +25,13 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
 from sqlalchemy import make_url
 
+from services.store.batch import BatchWrite
 from services.store.database import sqlalchemy_url
 from services.store.embedded import data_dir
 from services.store.errors import StoreError
@@ -135,6 +136,18 @@ def log_resets(path: Path, batch_id: int, source: str) -> int:
     return len(moved)
 
 
+def with_source_positions(batch: BatchWrite, path: Path) -> BatchWrite:
+    """The batch with its partitions' position bases in `progress` (the store keeps them
+    for a new checkpoint to start from) and the log resets it found in `health`."""
+    offsets = source_offsets(path, batch.batch_id)
+    now = split_offsets(offsets)[1] if offsets else {}
+    progress = [replace(p, base=now.get(str(p.partition), 0)) for p in batch.progress]
+    health = batch.health
+    if health is not None:
+        health = replace(health, log_resets=log_resets(path, batch.batch_id, batch.source))
+    return replace(batch, progress=progress, health=health)
+
+
 def reset(path: Path) -> Path | None:
     """Move the checkpoint aside (`<name>.reset-<UTC time>`); returns where it went."""
     if not path.exists():
@@ -151,7 +164,8 @@ def prepare(
 ) -> dict[str, int]:
     """Check the checkpoint against the store before the query starts (see the module
     docstring); with `reset_requested`, move it aside first. Returns the Kafka source's
-    position bases to start a new checkpoint from (carried over from the moved one).
+    position bases for a new checkpoint to start from: the moved one's, or the store's
+    where higher (a checkpoint deleted by hand loses its bases; the store keeps them).
 
     Raises `CheckpointAheadError` when the store lacks batches the checkpoint committed.
     """
@@ -162,6 +176,8 @@ def prepare(
     state = read_state(path)
     stored = store.last_batch(source)
     if state.fresh:
+        kept = {str(p): b for p, b in store.position_bases(source).items()}
+        carried = {p: max(carried.get(p, 0), kept.get(p, 0)) for p in carried | kept}
         if stored is not None:
             log.info(
                 "new checkpoint %s; %s holds batches up to %d of %s: replaying from the "

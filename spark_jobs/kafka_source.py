@@ -33,9 +33,11 @@ reset is greater than every position before it, and a replay of the new log (a b
 replayed after a crash) lands on the same positions again. Bases travel with the
 source's offsets in Spark's checkpoint, `{"<partition>": next_offset, "bases":
 {"<partition>": base}}` (the key is left out while every base is 0, the format of
-earlier releases), and `--reset-checkpoint` carries them into the new checkpoint
-(option `bases`). The job's driver counts a reset when a batch's bases differ from the
-previous batch's (`spark_jobs.checkpoint.log_resets`), in `pipeline_status`.
+earlier releases). The store keeps them too (`pipeline_progress.position_base`), and a
+new checkpoint (`--reset-checkpoint`, or one deleted by hand) starts from the higher of
+the old checkpoint's and the store's (option `bases`). The job's driver counts a reset
+when a batch's bases differ from the previous batch's (`spark_jobs.checkpoint`), in
+`pipeline_status.log_resets_total`.
 """
 
 from __future__ import annotations

@@ -55,7 +55,7 @@ Rules the store relies on:
   first/last seen times. `GroupEvent` records a group record that changes its state:
   `deleted=True` for a group tombstone. Later positions win, as for offsets.
 - **Progress.** `progress` is the last processed offset of each source partition;
-  it never moves backwards either. The job reads it back with
+  it never moves backwards either, nor does its position base. The job reads it back with
   `HistoryStore.progress(source)` to check where the store stands.
 - **Health.** `health` (records read, seconds spent) adds the batch to the source's
   `pipeline_status` row in the same transaction, once: a batch id no greater than the
@@ -198,6 +198,9 @@ class SourceProgress:
 
     partition: int
     last_offset: int
+    # What the source adds to the partition's Kafka offsets to make positions: 0 until its
+    # log went backwards (`spark_jobs.kafka_source`). Never lowered in the store.
+    base: int = 0
 
 
 @dataclass(frozen=True, slots=True)

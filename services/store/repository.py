@@ -174,10 +174,12 @@ ON CONFLICT (source_partition, source_offset) DO NOTHING
 """
 
 UPSERT_PROGRESS = """
-INSERT INTO pipeline_progress AS p (source, partition, last_offset, batch_id, updated_at)
-VALUES (%(source)s, %(partition)s, %(last_offset)s, %(batch_id)s, %(batch_time)s)
+INSERT INTO pipeline_progress AS p (source, partition, last_offset, batch_id, updated_at,
+    position_base)
+VALUES (%(source)s, %(partition)s, %(last_offset)s, %(batch_id)s, %(batch_time)s, %(base)s)
 ON CONFLICT (source, partition) DO UPDATE SET
     last_offset = excluded.last_offset,
+    position_base = greatest(p.position_base, excluded.position_base),
     batch_id = excluded.batch_id,
     updated_at = excluded.updated_at
 WHERE p.last_offset < excluded.last_offset
@@ -282,6 +284,20 @@ class HistoryStore:
             raise _store_error(exc, f"progress of {source} not read") from exc
         return {partition: (offset, batch_id) for partition, offset, batch_id in rows}
 
+    def position_bases(self, source: str) -> dict[int, int]:
+        """`{source partition: position base}` where a base was raised (see
+        `SourceProgress.base`), for a new checkpoint to start from."""
+        query = text(
+            "SELECT partition, position_base FROM pipeline_progress "
+            "WHERE source = :s AND position_base > 0"
+        )
+        try:
+            with self.engine.connect() as conn:
+                rows = conn.execute(query, {"s": source}).all()
+            return {partition: base for partition, base in rows}
+        except DBAPIError as exc:
+            raise _store_error(exc, f"position bases of {source} not read") from exc
+
     def last_batch(self, source: str) -> int | None:
         """The newest batch id of `source` the store holds (and has counted), or None."""
         query = text("SELECT last_batch_id FROM pipeline_status WHERE source = :s")
@@ -346,6 +362,7 @@ def _merge(cursor: psycopg.Cursor, batch: BatchWrite) -> None:
                 "source": batch.source,
                 "partition": p.partition,
                 "last_offset": p.last_offset,
+                "base": p.base,
             }
             for p in batch.progress
         ],

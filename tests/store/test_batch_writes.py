@@ -182,6 +182,16 @@ def test_pipeline_progress_never_moves_backwards(store_engine: Engine) -> None:
     assert store.progress("__consumer_offsets") == {3: (900, 7), 4: (20, 6)}
 
 
+def test_a_position_base_is_kept_and_never_lowered(store_engine: Engine) -> None:
+    store = HistoryStore(store_engine)
+    store.write_batch(batch(1, progress=[SourceProgress(35, 7), SourceProgress(36, 3)]))
+    assert store.position_bases(SOURCE) == {}
+    store.write_batch(batch(2, progress=[SourceProgress(35, 10, base=8)]))  # a log reset
+    store.write_batch(batch(3, progress=[SourceProgress(35, 11)]))  # a base never lowers
+    assert store.position_bases(SOURCE) == {35: 8}
+    assert store.progress(SOURCE) == {35: (11, 3), 36: (3, 1)}
+
+
 def test_group_tombstone_and_recreation_follow_source_order(store_engine: Engine) -> None:
     store = HistoryStore(store_engine)
     tombstone = GroupEvent("billing", at(10), 35, 500, deleted=True)
