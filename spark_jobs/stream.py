@@ -312,12 +312,16 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     args.command = "stream"
     from services.cli import UsageError
+    from services.store.errors import StoreError
 
     try:
         return run(args)
     except UsageError as exc:
         print(f"stream: {exc}", file=sys.stderr)
         return 2
+    except StoreError as exc:  # as `groupscope stream` does (store_command)
+        print(f"stream: {exc}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

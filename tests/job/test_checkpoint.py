@@ -14,6 +14,8 @@ from sqlalchemy import Engine, text
 from services.cli import main
 from services.simulator import Params, ReplayDirectory, build, simulate
 from services.store.database import create_store_engine
+from spark_jobs import stream as stream_job
+from spark_jobs.checkpoint import database_identity, default_location
 from tests.job.test_stream_truth import table_contents
 
 
@@ -104,3 +106,40 @@ def test_a_checkpoint_ahead_of_its_database_is_refused_until_reset(
         batches, records = counts(one)  # type: ignore[misc]
         assert counts(two) == (2 * batches, 2 * records)
         assert table_contents(two) == table_contents(one)
+
+
+def test_the_default_checkpoint_is_keyed_on_the_database_without_its_password(
+    tmp_path: Path, monkeypatch
+) -> None:
+    monkeypatch.setenv("GROUPSCOPE_DATA_DIR", str(tmp_path))
+    source = "kafka:broker:9092/__consumer_offsets"
+    here = default_location(source, "postgresql://app:one@db/groupscope")
+    assert here.parent == tmp_path / "checkpoints"
+    # The same database however it is spelled: password, scheme, default port.
+    assert default_location(source, "postgres://app:two@db:5432/groupscope") == here
+    assert default_location(source, "postgresql://app@db/other") != here
+    assert default_location(source, None) != here  # the embedded server
+    assert default_location("replay:/captures/a", "postgresql://app:one@db/groupscope") != here
+    assert "one" not in database_identity("postgresql://app:one@db/groupscope")
+    assert str(tmp_path) in database_identity(None)
+
+
+def test_spark_submit_refuses_a_checkpoint_ahead_in_one_line(
+    database_url: str, tmp_path: Path, capsys
+) -> None:
+    """Spark's own layout: batch 4 committed. The database holds nothing of it."""
+    capture = tmp_path / "capture"
+    (capture / "records").mkdir(parents=True)
+    checkpoint = tmp_path / "ck"
+    (checkpoint / "commits").mkdir(parents=True)
+    (checkpoint / "commits" / "4").write_text('v1\n{"nextBatchWatermarkMs":0}')
+    code = stream_job.main(
+        [
+            *("--source", "replay", str(capture), "--once"),
+            *("--database-url", database_url, "--checkpoint", str(checkpoint)),
+        ]
+    )
+    assert code == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("stream: checkpoint") and "\n" not in err
+    assert "committed batch 4" in err and "--reset-checkpoint" in err

@@ -125,6 +125,21 @@ def test_a_reset_partition_is_planned_from_its_start_with_a_new_base() -> None:
     assert reader.latestOffset(end, ReadAllAvailable()) == {"0": 1, "1": 40, "bases": {"0": 11}}
 
 
+def test_a_reset_is_believed_only_when_a_second_look_confirms_it() -> None:
+    class Flaky(Watermarks):
+        def __init__(self, answers: list[dict[str, tuple[int, int]]]) -> None:
+            super().__init__(answers[0])
+            self.answers = answers
+
+        def _watermarks(self) -> dict[str, tuple[int, int]]:
+            return self.answers.pop(0)
+
+    once = Flaky([{"0": (0, 0)}, {"0": (0, 12)}])  # one odd answer, then the log again
+    assert once.latestOffset({"0": 8}, ReadAllAvailable()) == {"0": 12}
+    twice = Flaky([{"0": (0, 0)}, {"0": (0, 1)}])
+    assert twice.latestOffset({"0": 8}, ReadAllAvailable()) == {"0": 1, "bases": {"0": 8}}
+
+
 def test_a_new_checkpoint_starts_from_the_carried_bases() -> None:
     reader = Watermarks({"0": (0, 3)}, bases=json.dumps({"0": 8}))
     assert reader.initialOffset() == {"0": 0, "bases": {"0": 8}}
