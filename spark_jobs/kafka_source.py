@@ -22,8 +22,7 @@ Logs that go backwards
 ----------------------
 When a partition's last stable offset falls below the checkpoint's next offset, the log
 was replaced (the offsets topic deleted and recreated, a cluster rebuilt, an unclean
-leader election truncated it). Kafka's own connector fails the query or silently skips
-to the new end (`failOnDataLoss`); this source reads the new log from its start. The
+leader election truncated it). This source reads the new log from its start. The
 history store identifies a record by its position (`source_partition`, `source_offset`),
 and keeps only what moves positions forward, so the new log's records, at offsets the
 old log already used, would be dropped as replays. The source therefore emits positions,
