@@ -25,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import re
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -45,6 +46,10 @@ RESET_FLAG = "--reset-checkpoint"
 
 class CheckpointAheadError(StoreError):
     """The checkpoint has committed batches the history store does not hold."""
+
+
+class CheckpointResetError(StoreError):
+    """`--reset-checkpoint` cannot move this checkpoint (not on the local filesystem)."""
 
 
 def database_identity(url: str | None) -> str:
@@ -148,6 +153,13 @@ def with_source_positions(batch: BatchWrite, path: Path) -> BatchWrite:
     return replace(batch, progress=progress, health=health)
 
 
+def is_local(path: Path) -> bool:
+    """Whether the checkpoint is on this machine's filesystem (not `hdfs:`, `s3a:`, ...),
+    where the job can read Spark's logs and move the checkpoint aside."""
+    text = str(path)
+    return text.startswith("file:") or re.match(r"[A-Za-z][A-Za-z0-9+.-]+:", text) is None
+
+
 def reset(path: Path) -> Path | None:
     """Move the checkpoint aside (`<name>.reset-<UTC time>`); returns where it went."""
     if not path.exists():
@@ -169,6 +181,15 @@ def prepare(
 
     Raises `CheckpointAheadError` when the store lacks batches the checkpoint committed.
     """
+    if not is_local(path):
+        if reset_requested:
+            raise CheckpointResetError(
+                f"{RESET_FLAG} moves local checkpoints only: move {path} aside yourself"
+            )
+        log.warning(
+            "checkpoint %s is not on the local filesystem: not checked against %s", path, database
+        )
+        return {}
     carried: dict[str, int] = {}
     if reset_requested:
         aside = reset(path)

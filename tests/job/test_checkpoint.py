@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -13,9 +14,12 @@ from sqlalchemy import Engine, text
 
 from services.cli import main
 from services.simulator import Params, ReplayDirectory, build, simulate
+from services.store.batch import BatchHealth
 from services.store.database import create_store_engine
+from services.store.repository import HistoryStore
 from spark_jobs import stream as stream_job
-from spark_jobs.checkpoint import database_identity, default_location
+from spark_jobs.checkpoint import CheckpointResetError, database_identity, default_location, prepare
+from tests.fixtures.batches import SOURCE, batch
 from tests.job.test_stream_truth import table_contents
 
 
@@ -143,3 +147,15 @@ def test_spark_submit_refuses_a_checkpoint_ahead_in_one_line(
     err = capsys.readouterr().err.strip()
     assert err.startswith("stream: checkpoint") and "\n" not in err
     assert "committed batch 4" in err and "--reset-checkpoint" in err
+
+
+def test_a_checkpoint_elsewhere_is_left_alone(store_engine: Engine) -> None:
+    """hdfs:, s3a: ...: Spark's logs cannot be read here, so neither checked nor reset,
+    and the store's batch count is not restarted as if the checkpoint were new."""
+    store = HistoryStore(store_engine)
+    store.write_batch(replace(batch(5), health=BatchHealth(3, 0.1)))
+    remote = Path("hdfs://namenode/groupscope/ck")
+    assert prepare(remote, store, SOURCE, "db", reset_requested=False) == {}
+    assert store.last_batch(SOURCE) == 5
+    with pytest.raises(CheckpointResetError, match="move hdfs:"):
+        prepare(remote, store, SOURCE, "db", reset_requested=True)
