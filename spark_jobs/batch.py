@@ -34,6 +34,7 @@ from services.store.repository import HistoryStore
 from services.store.retry import RetryPolicy
 from services.store.snapshots import LatestGeneration
 from spark_jobs import tracker_state
+from spark_jobs.checkpoint import with_source_positions
 from spark_jobs.generations import GenerationTracker, Position, Snapshot, identity, to_datetime
 from spark_jobs.offset_columns import commit_row_ok, decode_offset_commits
 
@@ -225,10 +226,13 @@ class BatchProcessor:
         known: dict[str, LatestGeneration] | None = None,
         retry: RetryPolicy | None = None,
         state_dir: Path | None = None,
+        checkpoint: Path | None = None,
     ) -> None:
         """`state_dir` keeps the tracker's state between runs (beside the checkpoint);
-        without a saved state the tracker starts from the store's latest generations."""
+        without a saved state the tracker starts from the store's latest generations.
+        `checkpoint` (Spark's) tells which batches found a source log gone backwards."""
         self.store = store
+        self.checkpoint = checkpoint
         self.source = source
         self.offsets_partitions = offsets_partitions
         self.state_dir = state_dir
@@ -245,6 +249,8 @@ class BatchProcessor:
         started = time.perf_counter()
         batch, stats = self._build(df, batch_id)
         batch = replace(batch, health=BatchHealth(stats.records, time.perf_counter() - started))
+        if self.checkpoint is not None:
+            batch = with_source_positions(batch, self.checkpoint)
         self.retry.run(lambda: self.store.write_batch(batch))
         if self.state_dir is not None:
             tracker_state.save(self.state_dir, batch_id, self.tracker)

@@ -14,15 +14,41 @@ Spark's official Kafka connector cannot be loaded where Maven Central is out of 
 * read limits (`ReadMaxRows`, from `maxRecordsPerTrigger`) are shared across partitions,
   and `Trigger.AvailableNow` stops at the offsets seen when the query started;
 * librdkafka properties pass through (SASL/SSL);
-* rows are yielded as Arrow record batches (`spark_jobs.range_reader` reads a range).
+* rows are yielded as Arrow record batches (`spark_jobs.range_reader` reads a range);
+* a partition whose log went backwards is read again from its start, at new positions
+  (see "Logs that go backwards" below).
+
+Logs that go backwards
+----------------------
+When a partition's last stable offset falls below the checkpoint's next offset, the log
+was replaced (the offsets topic deleted and recreated, a cluster rebuilt, an unclean
+leader election truncated it). This source reads the new log from its start. The
+history store identifies a record by its position (`source_partition`, `source_offset`),
+and keeps only what moves positions forward, so the new log's records, at offsets the
+old log already used, would be dropped as replays. The source therefore emits positions,
+not raw offsets: `offset` = the partition's *base* + Kafka offset. The base is 0 until a
+reset; a reset adds the checkpoint's next offset to it, so every position after the
+reset is greater than every position before it, and a replay of the new log (a batch
+replayed after a crash) lands on the same positions again. Bases travel with the
+source's offsets in Spark's checkpoint, `{"<partition>": next_offset, "bases":
+{"<partition>": base}}` (the key is left out while every base is 0, the format of
+earlier releases). The store keeps them too (`pipeline_progress.position_base`), and a
+new checkpoint (`--reset-checkpoint`, or one deleted by hand) starts from the higher of
+the old checkpoint's and the store's (option `bases`). The job's driver counts a reset
+when a batch's bases differ from the previous batch's (`spark_jobs.checkpoint`), in
+`pipeline_status.log_resets_total`.
 """
 
 from __future__ import annotations
 
 import json
+import logging
+import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import (
@@ -37,6 +63,12 @@ from spark_jobs.range_reader import chosen_reader, read_range
 SCHEMA = "topic string, partition int, offset long, timestamp timestamp, key binary, value binary"
 FORMAT = "groupscope_kafka"
 SPLIT = 1_000_000  # records per input partition at most
+BASES = "bases"  # the offsets' key for the partitions' position bases
+# A log reset is read again in full, so it is believed only when a second look, this
+# much later, still shows it (one odd answer from a broker must not double the history).
+RESET_CONFIRM_S = 1.0
+
+log = logging.getLogger("groupscope.kafka_source")
 
 
 def client_config(options: dict[str, str]) -> dict[str, Any]:
@@ -50,10 +82,20 @@ class KafkaRange(InputPartition):
     (`spark_jobs.range_reader`)."""
 
     def __init__(
-        self, topic: str, partition: int, start: int, end: int, config: dict, reader: str
+        self,
+        topic: str,
+        partition: int,
+        start: int,
+        end: int,
+        config: dict,
+        reader: str,
+        base: int = 0,
+        incarnation: int = 0,
     ) -> None:
         self.topic, self.partition, self.start, self.end = topic, partition, start, end
-        self.config, self.reader = config, reader
+        self.config, self.reader, self.base = config, reader, base
+        # The topic's log: changes with every reset (the sum of the bases, which only grow).
+        self.incarnation = incarnation
 
 
 def share(available: dict[str, int], budget: int) -> dict[str, int]:
@@ -76,12 +118,41 @@ def _highs(marks: dict[str, tuple[int, int]]) -> dict[str, int]:
     return {p: high for p, (_, high) in marks.items()}
 
 
+def split_offsets(offsets: dict) -> tuple[dict[str, int], dict[str, int]]:
+    """`({partition: next Kafka offset}, {partition: position base})` of the source's
+    offsets JSON (see the module docstring)."""
+    positions = {p: o for p, o in offsets.items() if p != BASES}
+    return positions, {p: int(b) for p, b in offsets.get(BASES, {}).items()}
+
+
+def joined_offsets(positions: dict[str, int], bases: dict[str, int]) -> dict:
+    """The source's offsets JSON; without `bases` while every base is 0."""
+    kept = {p: b for p, b in bases.items() if b}
+    return {**positions, BASES: kept} if kept else dict(positions)
+
+
+def went_backwards(start: dict[str, int], marks: dict[str, tuple[int, int]]) -> list[str]:
+    """Partitions whose last stable offset is below the checkpoint's next offset: their
+    log was replaced. (A healthy log's last stable offset never decreases.)"""
+    return [p for p, (_, high) in marks.items() if p in start and 0 <= high < start[p]]
+
+
+def _shifted(batches: Iterator[pa.RecordBatch], base: int) -> Iterator[pa.RecordBatch]:
+    """Record batches with `offset` moved up by the partition's position base."""
+    for batch in batches:
+        index = batch.schema.get_field_index("offset")
+        offsets = pc.add(batch.column(index), pa.scalar(base, pa.int64()))
+        yield batch.set_column(index, batch.schema.field(index), offsets)
+
+
 class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def __init__(self, options: dict[str, str]) -> None:
         self.topic = options["topic"]
         self.config = client_config(options)
         self.reader = options.get("reader", "auto")
         self.max_rows = int(options.get("maxRecordsPerTrigger", "0")) or None
+        # Position bases carried over from an earlier checkpoint (`--reset-checkpoint`).
+        self.bases: dict[str, int] = json.loads(options.get("bases", "{}"))
         self.target: dict[str, int] | None = None
         self._consumer: Any = None
 
@@ -116,7 +187,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     # -- offsets -------------------------------------------------------------------------------
     def initialOffset(self) -> dict:
-        return {p: low for p, (low, _) in self._watermarks().items()}
+        return joined_offsets({p: low for p, (low, _) in self._watermarks().items()}, self.bases)
 
     def getDefaultReadLimit(self) -> ReadLimit:
         return ReadMaxRows(self.max_rows) if self.max_rows else ReadAllAvailable()
@@ -128,33 +199,70 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return _highs(self._watermarks())
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+        start, bases = split_offsets(start)
         marks = self._watermarks()
+        resets = went_backwards(start, marks)
+        if resets:
+            time.sleep(RESET_CONFIRM_S)
+            marks = self._watermarks()
+            resets = [p for p in went_backwards(start, marks) if p in resets]
         latest = _highs(marks)
         if self.target is not None:  # Trigger.AvailableNow: never beyond the target
             latest = {p: min(high, self.target.get(p, 0)) for p, high in latest.items()}
         # Where retention moved past the checkpoint, from the earliest record still there.
         begin = {p: max(start.get(p, low), low) for p, (low, _) in marks.items()}
+        for p in resets:
+            low, high = marks[p]
+            bases[p] = bases.get(p, 0) + start[p]
+            begin[p] = low
+            log.error(
+                "log reset: topic %s partition %s: last stable offset %d is below the "
+                "checkpoint's next offset %d (log replaced?); reading it again from offset "
+                "%d, stored at positions from %d",
+                self.topic,
+                p,
+                high,
+                start[p],
+                low,
+                bases[p] + low,
+            )
         available = {p: max(latest[p] - begin[p], 0) for p in latest}
         if isinstance(limit, ReadMaxRows):
             grant = share(available, limit.max_rows)
-            return {p: begin[p] + grant[p] for p in latest}
-        return {p: max(latest[p], begin[p]) for p in latest}
+            return joined_offsets({p: begin[p] + grant[p] for p in latest}, bases)
+        return joined_offsets({p: max(latest[p], begin[p]) for p in latest}, bases)
 
     def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
+        start, old_bases = split_offsets(start)
+        end, bases = split_offsets(end)
+        incarnation = sum(bases.values())
         ranges: list[InputPartition] = []
         for p, stop in sorted(end.items(), key=lambda kv: int(kv[0])):
-            first = start.get(p, 0)
+            base = bases.get(p, 0)
+            # A partition whose base moved was replaced: its new log from its start (a
+            # start below the earliest offset reads from the earliest, see range_reader).
+            first = start.get(p, 0) if old_bases.get(p, 0) == base else 0
             for lo in range(first, stop, SPLIT):
                 ranges.append(
                     KafkaRange(
-                        self.topic, int(p), lo, min(lo + SPLIT, stop), self.config, self.reader
+                        self.topic,
+                        int(p),
+                        lo,
+                        min(lo + SPLIT, stop),
+                        self.config,
+                        self.reader,
+                        base,
+                        incarnation,
                     )
                 )
         return ranges
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         r: KafkaRange = partition  # type: ignore[assignment]
-        return read_range(r.topic, r.partition, r.start, r.end, r.config, r.reader)
+        batches = read_range(
+            r.topic, r.partition, r.start, r.end, r.config, r.reader, r.incarnation
+        )
+        return _shifted(batches, r.base) if r.base else batches
 
     def commit(self, end: dict) -> None:
         """Offsets live in Spark's checkpoint; nothing is committed to Kafka."""
@@ -183,8 +291,10 @@ def kafka_stream(
     topic: str,
     config: dict[str, str],
     max_records: int | None,
+    bases: dict[str, int] | None = None,
 ) -> DataFrame:
-    """`__consumer_offsets` (or `topic`) as a stream, through this source."""
+    """`__consumer_offsets` (or `topic`) as a stream, through this source. `bases`: the
+    partitions' position bases of an earlier checkpoint, for a new one to start from."""
     spark.dataSource.register(KafkaDataSource)
     reader = (
         spark.readStream.format(FORMAT)
@@ -195,4 +305,6 @@ def kafka_stream(
     )
     if max_records:
         reader = reader.option("maxRecordsPerTrigger", str(max_records))
+    if bases:
+        reader = reader.option("bases", json.dumps(bases))
     return reader.load()

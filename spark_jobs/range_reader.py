@@ -246,24 +246,32 @@ def chosen_reader() -> str:
 
 
 _readers: dict[str, RangeReader] = {}  # one consumer per config, in each worker process
+_incarnations: dict[str, int] = {}  # the log incarnation each reader was made for
 
 
 def _key(kind: str, config: dict[str, Any]) -> str:
     return json.dumps([kind, config], sort_keys=True)
 
 
-def _reader(kind: str, config: dict[str, Any]) -> RangeReader:
+def _reader(kind: str, config: dict[str, Any], incarnation: int = 0) -> RangeReader:
     """This worker process's reader for `config`, created on first use.
 
     Spark reuses Python workers across tasks (`spark.python.worker.reuse`), so a consumer
     outlives its range and is reassigned to the next: creating one cost about 27 ms of
     CPU (threads, bootstrap, metadata), and a batch has one range per partition. On an
     executor without the native reader, `auto` takes confluent-kafka's.
+
+    A consumer is not reused across log incarnations (`kafka_source`: the topic deleted
+    and recreated): librdkafka 2.16 reassigned to a recreated topic's partition crashed
+    the process (SIGSEGV, on tansu 0.6), so a new incarnation closes it and starts anew.
     """
     key = _key(kind, config)
+    if key in _readers and _incarnations.get(key, 0) != incarnation:
+        _drop_reader(kind, config)
     if key not in _readers:
         native = kind == "native" or (kind == "auto" and native_available())
         _readers[key] = NativeReader(config) if native else PythonReader(config)
+        _incarnations[key] = incarnation
         _freeze_imports()
     return _readers[key]
 
@@ -290,9 +298,16 @@ def _drop_reader(kind: str, config: dict[str, Any]) -> None:
 
 
 def read_range(
-    topic: str, partition: int, start: int, end: int, config: dict[str, Any], kind: str = "auto"
+    topic: str,
+    partition: int,
+    start: int,
+    end: int,
+    config: dict[str, Any],
+    kind: str = "auto",
+    incarnation: int = 0,
 ) -> Iterator[pa.RecordBatch]:
     """Records [start, end) of one partition, in batches of about ARROW_ROWS.
+    `incarnation` names the topic's log (see `_reader`).
 
     Gaps that compaction and control records leave are expected: the range ends at the
     record end - 1, at a record past it, at the partition's end, or once the consumer's
@@ -300,7 +315,7 @@ def read_range(
     """
     if end <= start:
         return
-    reader = _reader(kind, config)
+    reader = _reader(kind, config, incarnation)
     # The exact start offset, even 0: a logical offset (OFFSET_BEGINNING) costs a lookup
     # that took 0.5 s per range on tansu, and a start that no longer exists resets to the
     # earliest record anyway (auto.offset.reset).

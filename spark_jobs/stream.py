@@ -10,7 +10,6 @@ micro-batch. The checkpoint keeps the source offsets; restarting resumes exactly
 from __future__ import annotations
 
 import argparse
-import hashlib
 import logging
 import os
 import sys
@@ -69,7 +68,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--checkpoint",
         type=Path,
         default=env("GROUPSCOPE_CHECKPOINT"),
-        help="checkpoint directory (default: .groupscope/checkpoints/<source>)",
+        help="checkpoint directory (env GROUPSCOPE_CHECKPOINT; default: "
+        "<data dir>/checkpoints/<hash of the source and the database>, the data dir being "
+        "$GROUPSCOPE_DATA_DIR or ./.groupscope, so a new database gets a new checkpoint)",
+    )
+    # No GROUPSCOPE_* variable on purpose: left set in a deployment, it would replay the
+    # whole source on every restart.
+    parser.add_argument(
+        "--reset-checkpoint",
+        action="store_true",
+        help="move the checkpoint aside (to <checkpoint>.reset-<time>) and replay the "
+        "source from its start; needed when the database lacks batches the checkpoint "
+        "has committed (a new or restored database). Writes are idempotent",
     )
     parser.add_argument(
         "--trigger",
@@ -140,6 +150,7 @@ def resolve_source(args: argparse.Namespace) -> tuple[str, Path | None]:
 def run(args: argparse.Namespace) -> int:
     """Validate the arguments, then run the query until it stops (or once)."""
     from services.cli import UsageError
+    from spark_jobs.checkpoint import default_location
 
     kind, directory = resolve_source(args)
     config = kafka_config(args)
@@ -164,9 +175,7 @@ def run(args: argparse.Namespace) -> int:
         if directory
         else (f"{kind}:{args.bootstrap_servers}/{args.topic}")
     )
-    checkpoint = args.checkpoint or (
-        Path(".groupscope") / "checkpoints" / hashlib.sha1(name.encode()).hexdigest()[:16]
-    )
+    checkpoint = args.checkpoint or default_location(name, args.database_url)
     log.info("source %s, client config %s, checkpoint %s", name, redact(config), checkpoint)
     return _run_query(args, kind, directory, config, trigger, name, checkpoint)
 
@@ -185,6 +194,7 @@ def _run_query(
     from services.store.repository import HistoryStore
     from services.store.snapshots import latest_generations
     from spark_jobs.batch import BatchProcessor
+    from spark_jobs.checkpoint import prepare
     from spark_jobs.session import spark_session
     from spark_jobs.sources import replay, spark_kafka
 
@@ -193,6 +203,13 @@ def _run_query(
         upgrade(url)
         engine = create_store_engine(url)
         try:
+            bases = prepare(
+                checkpoint,
+                HistoryStore(engine),
+                name,
+                redacted(args.database_url),
+                args.reset_checkpoint,
+            )
             spark = spark_session(args.master)
             if kind == "replay":
                 df = replay(spark, directory, args.max_files_per_trigger)  # type: ignore[arg-type]
@@ -213,6 +230,7 @@ def _run_query(
                     args.topic,
                     config,
                     args.max_records_per_trigger,
+                    bases,
                 )
             processor = BatchProcessor(
                 HistoryStore(engine),
@@ -220,6 +238,7 @@ def _run_query(
                 args.offsets_partitions,
                 latest_generations(engine),
                 state_dir=checkpoint / "groupscope",
+                checkpoint=checkpoint,
             )
             writer = df.writeStream.foreachBatch(processor).option(
                 "checkpointLocation", str(checkpoint)
@@ -293,12 +312,16 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     args.command = "stream"
     from services.cli import UsageError
+    from services.store.errors import StoreError
 
     try:
         return run(args)
     except UsageError as exc:
         print(f"stream: {exc}", file=sys.stderr)
         return 2
+    except StoreError as exc:  # as `groupscope stream` does (store_command)
+        print(f"stream: {exc}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

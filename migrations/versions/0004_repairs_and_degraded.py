@@ -10,6 +10,10 @@
   its source (or, read back later, its store), cleared when it recovers.
 - `pipeline_status.log_resets_total`: how often a source partition's offsets restarted
   below what the job had already read (the offsets topic recreated, a cluster replaced).
+- `pipeline_progress.position_base`: what the job adds to a source partition's Kafka
+  offsets to make its positions, raised after such a reset so that the new log's records
+  are stored above every earlier position (`spark_jobs.kafka_source`); kept here so that a
+  new checkpoint starts from it.
 
 Revision ID: 0004
 Revises: 0003
@@ -50,9 +54,14 @@ def upgrade() -> None:
         "pipeline_status",
         sa.Column("log_resets_total", sa.BigInteger(), server_default="0", nullable=False),
     )
+    op.add_column(
+        "pipeline_progress",
+        sa.Column("position_base", sa.BigInteger(), server_default="0", nullable=False),
+    )
 
 
 def downgrade() -> None:
+    op.drop_column("pipeline_progress", "position_base")
     op.drop_column("pipeline_status", "log_resets_total")
     op.drop_column("pipeline_status", "degraded_since")
     op.drop_column("pipeline_status", "degraded_reason")

@@ -55,10 +55,11 @@ Rules the store relies on:
   first/last seen times. `GroupEvent` records a group record that changes its state:
   `deleted=True` for a group tombstone. Later positions win, as for offsets.
 - **Progress.** `progress` is the last processed offset of each source partition;
-  it never moves backwards either. The job reads it back with
+  it never moves backwards either, nor does its position base. The job reads it back with
   `HistoryStore.progress(source)` to check where the store stands.
 - **Health.** `health` (records read, seconds spent) adds the batch to the source's
-  `pipeline_status` row in the same transaction. Between batches the job reports
+  `pipeline_status` row in the same transaction, once: a batch id no greater than the
+  last one counted (a replayed batch) is not counted again. Between batches the job reports
   whether it has caught up with `HistoryStore.report_status`.
 - **Failure.** If the database is unreachable or goes away mid-batch, `write_batch`
   raises `StoreUnavailableError` and nothing of the batch is kept: do not advance the
@@ -197,6 +198,9 @@ class SourceProgress:
 
     partition: int
     last_offset: int
+    # What the source adds to the partition's Kafka offsets to make positions: 0 until its
+    # log went backwards (`spark_jobs.kafka_source`). Never lowered in the store.
+    base: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,6 +209,9 @@ class BatchHealth:
 
     records: int
     seconds: float
+    # Source partitions whose log went backwards in this batch (`pipeline_status.
+    # log_resets_total`); counted, like the batch, once however often it is replayed.
+    log_resets: int = 0
 
 
 @dataclass(frozen=True, slots=True)

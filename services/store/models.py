@@ -259,6 +259,8 @@ class PipelineProgress(Base):
     last_offset: Mapped[int] = mapped_column(BigInteger)
     batch_id: Mapped[int] = mapped_column(BigInteger)
     updated_at: Mapped[datetime] = mapped_column(Timestamp)
+    # Added to the partition's Kafka offsets after its log went backwards (migration 0004).
+    position_base: Mapped[int] = mapped_column(BigInteger, server_default="0")
 
 
 class PipelineStatus(Base):

@@ -174,25 +174,35 @@ ON CONFLICT (source_partition, source_offset) DO NOTHING
 """
 
 UPSERT_PROGRESS = """
-INSERT INTO pipeline_progress AS p (source, partition, last_offset, batch_id, updated_at)
-VALUES (%(source)s, %(partition)s, %(last_offset)s, %(batch_id)s, %(batch_time)s)
+INSERT INTO pipeline_progress AS p (source, partition, last_offset, batch_id, updated_at,
+    position_base)
+VALUES (%(source)s, %(partition)s, %(last_offset)s, %(batch_id)s, %(batch_time)s, %(base)s)
 ON CONFLICT (source, partition) DO UPDATE SET
     last_offset = excluded.last_offset,
+    position_base = greatest(p.position_base, excluded.position_base),
     batch_id = excluded.batch_id,
     updated_at = excluded.updated_at
 WHERE p.last_offset < excluded.last_offset
 """
 
-# A written batch adds itself to its source's health row.
-COUNT_BATCH = """
-INSERT INTO pipeline_status AS s (source, batches_total, records_total, last_batch_id,
-    last_batch_time, last_batch_records, last_batch_seconds, caught_up, updated_at)
-VALUES (%(source)s, 1, %(records)s, %(batch_id)s, %(batch_time)s, %(records)s, %(seconds)s,
-    false, %(batch_time)s)
+# A written batch adds itself to its source's health row, once: a batch replayed after a
+# crash between this write and Spark's checkpoint commit has an id no greater than the
+# last one counted, so it only refreshes the batch's details. A new checkpoint restarts
+# batch ids at 0; the job clears last_batch_id first (`HistoryStore.restart_batches`).
+_NEW_BATCH = "(s.last_batch_id IS NULL OR s.last_batch_id < excluded.last_batch_id)"
+COUNT_BATCH = f"""
+INSERT INTO pipeline_status AS s (source, batches_total, records_total, log_resets_total,
+    last_batch_id, last_batch_time, last_batch_records, last_batch_seconds, caught_up,
+    updated_at)
+VALUES (%(source)s, 1, %(records)s, %(log_resets)s, %(batch_id)s, %(batch_time)s,
+    %(records)s, %(seconds)s, false, %(batch_time)s)
 ON CONFLICT (source) DO UPDATE SET
-    batches_total = s.batches_total + 1,
-    records_total = s.records_total + excluded.records_total,
-    last_batch_id = excluded.last_batch_id,
+    batches_total = s.batches_total + CASE WHEN {_NEW_BATCH} THEN 1 ELSE 0 END,
+    records_total = s.records_total
+        + CASE WHEN {_NEW_BATCH} THEN excluded.records_total ELSE 0 END,
+    log_resets_total = s.log_resets_total
+        + CASE WHEN {_NEW_BATCH} THEN excluded.log_resets_total ELSE 0 END,
+    last_batch_id = greatest(s.last_batch_id, excluded.last_batch_id),
     last_batch_time = excluded.last_batch_time,
     last_batch_records = excluded.last_batch_records,
     last_batch_seconds = excluded.last_batch_seconds,
@@ -274,6 +284,39 @@ class HistoryStore:
             raise _store_error(exc, f"progress of {source} not read") from exc
         return {partition: (offset, batch_id) for partition, offset, batch_id in rows}
 
+    def position_bases(self, source: str) -> dict[int, int]:
+        """`{source partition: position base}` where a base was raised (see
+        `SourceProgress.base`), for a new checkpoint to start from."""
+        query = text(
+            "SELECT partition, position_base FROM pipeline_progress "
+            "WHERE source = :s AND position_base > 0"
+        )
+        try:
+            with self.engine.connect() as conn:
+                rows = conn.execute(query, {"s": source}).all()
+            return {partition: base for partition, base in rows}
+        except DBAPIError as exc:
+            raise _store_error(exc, f"position bases of {source} not read") from exc
+
+    def last_batch(self, source: str) -> int | None:
+        """The newest batch id of `source` the store holds (and has counted), or None."""
+        query = text("SELECT last_batch_id FROM pipeline_status WHERE source = :s")
+        try:
+            with self.engine.connect() as conn:
+                return conn.execute(query, {"s": source}).scalar_one_or_none()
+        except DBAPIError as exc:
+            raise _store_error(exc, f"last batch of {source} not read") from exc
+
+    def restart_batches(self, source: str) -> None:
+        """Count `source`'s batches from id 0 again: a new checkpoint restarts Spark's
+        batch ids, and `COUNT_BATCH` counts only ids above the last one counted."""
+        query = text("UPDATE pipeline_status SET last_batch_id = NULL WHERE source = :s")
+        try:
+            with self.engine.begin() as conn:
+                conn.execute(query, {"s": source})
+        except DBAPIError as exc:
+            raise _store_error(exc, f"batch count of {source} not restarted") from exc
+
 
 def _store_error(exc: DBAPIError | psycopg.Error, what: str) -> StoreError:
     """`StoreUnavailableError` if the server failed, else `BatchRejectedError`."""
@@ -319,12 +362,17 @@ def _merge(cursor: psycopg.Cursor, batch: BatchWrite) -> None:
                 "source": batch.source,
                 "partition": p.partition,
                 "last_offset": p.last_offset,
+                "base": p.base,
             }
             for p in batch.progress
         ],
     )
     if batch.health is not None:
-        health = {"records": batch.health.records, "seconds": batch.health.seconds}
+        health = {
+            "records": batch.health.records,
+            "seconds": batch.health.seconds,
+            "log_resets": batch.health.log_resets,
+        }
         cursor.execute(COUNT_BATCH, {**params, **health, "source": batch.source})
 
 

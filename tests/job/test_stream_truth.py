@@ -316,6 +316,13 @@ def commit_counts(engine: Engine) -> list[tuple]:
         return sorted(map(tuple, conn.execute(text("SELECT name, commits_total FROM groups"))))
 
 
+def batch_counts(engine: Engine) -> tuple[int, int, int]:
+    """(batches_total, records_total, last_batch_id) of the pipeline."""
+    sql = "SELECT batches_total, records_total, last_batch_id FROM pipeline_status"
+    with engine.connect() as conn:
+        return tuple(conn.execute(text(sql)).one())  # type: ignore[return-value]
+
+
 def test_a_job_killed_mid_run_resumes_to_the_same_database(
     streamed, capture: Path, postgres_server, migrated_template: str, tmp_path
 ) -> None:
@@ -346,6 +353,9 @@ def test_a_job_killed_mid_run_resumes_to_the_same_database(
         assert done.returncode == 0, done.stderr[-2000:]
         assert table_contents(other) == table_contents(engine)
         assert commit_counts(other) == commit_counts(engine)  # the replayed batch counted once
+        # and in the pipeline's counters: each batch id once, each record once
+        batches, records, last_batch = batch_counts(other)
+        assert (batches, records) == (last_batch + 1, batch_counts(engine)[1])
     finally:
         other.dispose()
         postgres_server.drop_database(name)

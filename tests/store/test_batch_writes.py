@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import Engine, text
 
-from services.store.batch import DecodeFailure, GroupEvent, Member, SourceProgress
+from services.store.batch import BatchHealth, DecodeFailure, GroupEvent, Member, SourceProgress
 from services.store.models import Base
 from services.store.repository import HistoryStore
-from tests.fixtures.batches import at, batch, churn, commit, generation, member
+from tests.fixtures.batches import SOURCE, at, batch, churn, commit, generation, member
 
 TABLES = [table.name for table in Base.metadata.sorted_tables]
 
@@ -106,6 +108,38 @@ def test_replaying_a_batch_changes_nothing(store_engine: Engine) -> None:
     assert snapshot(store_engine) == before
 
 
+def counted(batch_id: int, records: int, log_resets: int = 0):
+    return replace(two_generation_batch(batch_id), health=BatchHealth(records, 0.5, log_resets))
+
+
+def pipeline_counts(engine: Engine) -> tuple:
+    with engine.connect() as conn:
+        return tuple(
+            conn.execute(
+                text(
+                    "SELECT batches_total, records_total, log_resets_total, last_batch_id "
+                    "FROM pipeline_status"
+                )
+            ).one()
+        )
+
+
+def test_a_replayed_batch_is_counted_once(store_engine: Engine) -> None:
+    """A crash between the store write and Spark's checkpoint commit replays the batch:
+    it adds nothing to the counters. A new checkpoint's batch ids start at 0 and count."""
+    store = HistoryStore(store_engine)
+    store.write_batch(counted(0, 10))
+    store.write_batch(counted(1, 7, log_resets=1))
+    store.write_batch(counted(1, 7, log_resets=1))  # replayed
+    store.write_batch(counted(0, 10))  # an older one replayed
+    assert pipeline_counts(store_engine) == (2, 17, 1, 1)
+    assert store.last_batch(SOURCE) == 1
+    store.restart_batches(SOURCE)  # --reset-checkpoint: replay from the start
+    assert store.last_batch(SOURCE) is None
+    store.write_batch(counted(0, 10))
+    assert pipeline_counts(store_engine) == (3, 27, 1, 0)
+
+
 def test_replaying_an_older_batch_after_a_newer_one_changes_nothing(store_engine: Engine) -> None:
     store = HistoryStore(store_engine)
     store.write_batch(two_generation_batch(1))
@@ -146,6 +180,16 @@ def test_pipeline_progress_never_moves_backwards(store_engine: Engine) -> None:
     store.write_batch(batch(7, progress=[SourceProgress(3, 900), SourceProgress(4, 10)]))
     store.write_batch(batch(6, progress=[SourceProgress(3, 800), SourceProgress(4, 20)]))
     assert store.progress("__consumer_offsets") == {3: (900, 7), 4: (20, 6)}
+
+
+def test_a_position_base_is_kept_and_never_lowered(store_engine: Engine) -> None:
+    store = HistoryStore(store_engine)
+    store.write_batch(batch(1, progress=[SourceProgress(35, 7), SourceProgress(36, 3)]))
+    assert store.position_bases(SOURCE) == {}
+    store.write_batch(batch(2, progress=[SourceProgress(35, 10, base=8)]))  # a log reset
+    store.write_batch(batch(3, progress=[SourceProgress(35, 11)]))  # a base never lowers
+    assert store.position_bases(SOURCE) == {35: 8}
+    assert store.progress(SOURCE) == {35: (11, 3), 36: (3, 1)}
 
 
 def test_group_tombstone_and_recreation_follow_source_order(store_engine: Engine) -> None:
