@@ -188,7 +188,7 @@ def _answer(args: argparse.Namespace, ask, as_json, as_text) -> int:
     from services.store.database import open_database
     from services.store.migrate import require_head
 
-    with open_database(args.database_url) as engine:
+    with open_database(args.database_url, existing=True) as engine:
         require_head(engine)
         with engine.connect() as conn:
             try:

@@ -39,6 +39,10 @@ class EmbeddedPostgres:
         self._delete_on_stop = delete_on_stop
         self._server = None
 
+    def exists(self) -> bool:
+        """Whether the cluster was created (initdb ran) in `pgdata`."""
+        return (self.pgdata / "PG_VERSION").is_file()
+
     def start(self) -> str:
         # platformdirs warns about a missing XDG_RUNTIME_DIR at import; nothing to act on.
         with warnings.catch_warnings():
