@@ -238,8 +238,16 @@ def _run_query(
 def _follow(query: Any, processor: Any) -> None:
     """Wait for the query, printing progress to stderr and reporting the pipeline's
     health to the store every few seconds."""
+    from services import shutdown
+
     started, shown, reported = time.monotonic(), -1, None
     while query.isActive:
+        if shutdown.requested():
+            # Waits for the batch in flight: its transaction commits or rolls back whole,
+            # and a batch whose commit Spark did not log is replayed, idempotently, on restart.
+            log.info("stopping: waiting for the batch in flight")
+            query.stop()
+            return
         query.awaitTermination(2)
         if processor.batches != shown:
             shown = processor.batches

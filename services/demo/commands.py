@@ -64,6 +64,7 @@ def run(args: argparse.Namespace) -> int:
 
         return run_sample(args)
     from services.demo.walkthrough import run as run_walkthrough
+    from services.shutdown import stoppable
     from services.store.options import store_command
 
-    return store_command(run_walkthrough)(args)
+    return stoppable(store_command(run_walkthrough))(args)
