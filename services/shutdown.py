@@ -7,8 +7,10 @@ entry in its handle list stays too). Under `stoppable`, the first signal only re
 itself: the command notices it at its next safe point (`requested()`; the stream between
 micro-batches, the exporter while it waits), finishes or abandons the step in hand and
 returns through its context managers, which stop the query, dispose of the engines and
-stop the embedded server. A second signal raises `Interrupted` at once, for an operator
-who will not wait; the `finally` blocks still run.
+stop the embedded server. A second signal, a second or more after the first, raises
+`Interrupted` at once, for an operator who will not wait; the `finally` blocks still run.
+(Within that second it is the same request delivered twice, as `timeout` and a shell's
+process group both send it.)
 
 A command stopped by a signal exits with 128 + the signal's number (143 for SIGTERM,
 130 for SIGINT), as shells report a process the signal killed: the run did not complete,
@@ -20,14 +22,18 @@ from __future__ import annotations
 import functools
 import signal
 import threading
+import time
 from collections.abc import Callable
 from types import FrameType
 from typing import Any
 
 SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
+REPEAT_S = 1.0
+
 _requested = threading.Event()
 _signal_number: list[int] = []
+_first_at: list[float] = []
 
 
 class Interrupted(BaseException):
@@ -53,9 +59,18 @@ def wait(timeout: float | None = None) -> bool:
 
 def _handle(signum: int, _frame: FrameType | None) -> None:
     if _requested.is_set():
+        if time.monotonic() - _first_at[0] < REPEAT_S:
+            return
         raise Interrupted(signum)
     _signal_number.append(signum)
+    _first_at.append(time.monotonic())
     _requested.set()
+
+
+def _reset() -> None:
+    _requested.clear()
+    _signal_number.clear()
+    _first_at.clear()
 
 
 def stoppable(command: Callable[[Any], int]) -> Callable[[Any], int]:
@@ -70,8 +85,7 @@ def stoppable(command: Callable[[Any], int]) -> Callable[[Any], int]:
         if threading.current_thread() is not threading.main_thread():
             return command(args)
         previous = {signum: signal.signal(signum, _handle) for signum in SIGNALS}
-        _requested.clear()
-        _signal_number.clear()
+        _reset()
         try:
             code = command(args)
         except Interrupted as exc:
@@ -80,8 +94,7 @@ def stoppable(command: Callable[[Any], int]) -> Callable[[Any], int]:
             for signum, handler in previous.items():
                 signal.signal(signum, handler)
         stopped_by = requested()
-        _requested.clear()
-        _signal_number.clear()
+        _reset()
         return code if stopped_by is None else 128 + stopped_by
 
     return run
