@@ -239,3 +239,29 @@ def test_a_stream_stopped_by_sigterm_restarts_where_it_stopped(
     assert offsets == expected_commits
     # the batch in flight at the stop, replayed by the restart, counted its commits once
     assert {g: n for g, n in counted.items() if n} == commits
+
+
+def test_the_next_command_stops_a_server_left_by_a_killed_one(job_data_dir: Path) -> None:
+    """SIGKILL leaves the server running and the dead pid in the server's handle list;
+    the next command must still stop the server when it is done with it."""
+    migrate(job_data_dir)
+    job = Command(["exporter", "--port", "0", "--host", "127.0.0.1"], job_data_dir)
+    try:
+        job.wait_for("groupscope exporter: http://", 60)
+        server = postmaster(job_data_dir / "pg")
+        job.process.kill()
+        job.process.wait(30)
+    finally:
+        job.kill()
+    assert alive(server)  # nothing could stop it
+    env = {**os.environ, "GROUPSCOPE_DATA_DIR": str(job_data_dir)}
+    env.pop("GROUPSCOPE_DATABASE_URL", None)
+    done = subprocess.run(
+        [sys.executable, "-m", "services.cli", "storms"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert not alive(server)
