@@ -44,6 +44,9 @@ examples:
       --kafka-config sasl.mechanism=SCRAM-SHA-512 --kafka-config-file client.properties
   spark-submit --master spark://host:7077 spark_jobs/stream.py --bootstrap-servers b:9092 \\
       --database-url postgresql://groupscope@db/groupscope
+
+stopping: SIGTERM or Ctrl-C lets the batch in flight finish (or replays it on the next
+start), stops Spark and the embedded PostgreSQL, and exits 143 (SIGTERM) or 130 (SIGINT).
 """
 
 
@@ -315,9 +318,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     args.command = "stream"
     from services.cli import UsageError
+    from services.shutdown import stoppable
 
     try:
-        return run(args)
+        return stoppable(run)(args)
     except UsageError as exc:
         print(f"stream: {exc}", file=sys.stderr)
         return 2

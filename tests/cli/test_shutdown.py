@@ -100,6 +100,7 @@ def assert_stopped_cleanly(job: Command, signum: int, pgdata: Path, timeout: flo
     server = postmaster(pgdata)
     children = [c.pid for c in psutil.Process(job.process.pid).children(recursive=True)]
     code, seconds = job.stop(signum, timeout)
+    print(f"{job.process.args[3]}: exit {code} {seconds:.1f}s after signal {signum}")
     assert code == 128 + signum, job.stderr[-3000:]
     assert "Traceback" not in job.stderr, job.stderr[-3000:]
     assert not alive(server), "the embedded PostgreSQL outlived the command"
