@@ -23,7 +23,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from services.shutdown import stoppable
     from services.store.options import store_command
     from spark_jobs.stream import run as run_stream
 
-    return store_command(run_stream)(args)
+    return stoppable(store_command(run_stream))(args)

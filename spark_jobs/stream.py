@@ -43,6 +43,9 @@ examples:
       --kafka-config sasl.mechanism=SCRAM-SHA-512 --kafka-config-file client.properties
   spark-submit --master spark://host:7077 spark_jobs/stream.py --bootstrap-servers b:9092 \\
       --database-url postgresql://groupscope@db/groupscope
+
+stopping: SIGTERM or Ctrl-C lets the batch in flight finish (or replays it on the next
+start), stops Spark and the embedded PostgreSQL, and exits 143 (SIGTERM) or 130 (SIGINT).
 """
 
 
@@ -95,7 +98,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--max-records-per-trigger",
         type=int,
-        default=int(env("GROUPSCOPE_MAX_RECORDS_PER_TRIGGER", str(MAX_RECORDS_PER_TRIGGER))),
+        default=env("GROUPSCOPE_MAX_RECORDS_PER_TRIGGER", str(MAX_RECORDS_PER_TRIGGER)),
         help="read limit per micro-batch from Kafka (default: %(default)s). Every batch "
         "costs a task and a consumer seek per partition, so a backlog is read faster in "
         "large batches; a smaller limit shows progress sooner",
@@ -109,7 +112,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--offsets-partitions",
         type=int,
-        default=int(env("GROUPSCOPE_OFFSETS_PARTITIONS", "50")),
+        default=env("GROUPSCOPE_OFFSETS_PARTITIONS", "50"),
         help="offsets.topic.num.partitions of the cluster (default: 50)",
     )
     parser.add_argument(
@@ -124,6 +127,23 @@ def parse_seconds(text: str) -> float:
     from services.durations import seconds_flag
 
     return seconds_flag("--trigger", text, positive=False)
+
+
+def check_numbers(args: argparse.Namespace) -> None:
+    """The read limits and partition count within what Spark and Kafka take."""
+    from services.cli import UsageError
+    from services.limits import INT32_MAX, INT64_MAX, MAX_OFFSETS_PARTITIONS, at_most
+
+    if args.offsets_partitions <= 0:
+        raise UsageError("--offsets-partitions must be positive")
+    at_most("--offsets-partitions", args.offsets_partitions, MAX_OFFSETS_PARTITIONS)
+    if args.max_records_per_trigger <= 0:
+        raise UsageError("--max-records-per-trigger must be positive")
+    at_most("--max-records-per-trigger", args.max_records_per_trigger, INT64_MAX)
+    if args.max_files_per_trigger is not None:  # Spark's maxFilesPerTrigger is an int
+        if args.max_files_per_trigger <= 0:
+            raise UsageError("--max-files-per-trigger must be positive")
+        at_most("--max-files-per-trigger", args.max_files_per_trigger, INT32_MAX)
 
 
 def resolve_source(args: argparse.Namespace) -> tuple[str, Path | None]:
@@ -155,10 +175,7 @@ def run(args: argparse.Namespace) -> int:
     kind, directory = resolve_source(args)
     config = kafka_config(args)
     trigger = parse_seconds(args.trigger)
-    if args.offsets_partitions <= 0:
-        raise UsageError("--offsets-partitions must be positive")
-    if args.max_records_per_trigger <= 0:
-        raise UsageError("--max-records-per-trigger must be positive")
+    check_numbers(args)
     if kind == "kafka":
         from spark_jobs.range_reader import chosen_reader
 
@@ -257,8 +274,16 @@ def _run_query(
 def _follow(query: Any, processor: Any) -> None:
     """Wait for the query, printing progress to stderr and reporting the pipeline's
     health to the store every few seconds."""
+    from services import shutdown
+
     started, shown, reported = time.monotonic(), -1, None
     while query.isActive:
+        if shutdown.requested():
+            # Waits for the batch in flight: its transaction commits or rolls back whole,
+            # and a batch whose commit Spark did not log is replayed, idempotently, on restart.
+            log.info("stopping: waiting for the batch in flight")
+            query.stop()
+            return
         query.awaitTermination(2)
         if processor.batches != shown:
             shown = processor.batches
@@ -312,10 +337,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     args.command = "stream"
     from services.cli import UsageError
+    from services.shutdown import stoppable
     from services.store.errors import StoreError
 
     try:
-        return run(args)
+        return stoppable(run)(args)
     except UsageError as exc:
         print(f"stream: {exc}", file=sys.stderr)
         return 2

@@ -71,7 +71,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     pf.add_argument(
         "--partitions",
         type=int,
-        default=int(os.environ.get("GROUPSCOPE_OFFSETS_PARTITIONS", "50")),
+        default=os.environ.get("GROUPSCOPE_OFFSETS_PARTITIONS", "50"),
         help="offsets.topic.num.partitions of the cluster (default: 50; "
         "env GROUPSCOPE_OFFSETS_PARTITIONS)",
     )

@@ -21,6 +21,9 @@ examples:
   groupscope demo --serve                # ... and keep the exporter up for Prometheus
   groupscope demo --sample               # just decode the bundled capture (no Spark)
   groupscope demo --sample --input capture.jsonl --partitions 100
+
+SIGTERM or Ctrl-C stops it cleanly (Spark, the exporter, the embedded PostgreSQL) and
+exits 143 or 130.
 """
 
 
@@ -37,7 +40,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
-        "--serve", action="store_true", help="keep the exporter serving until Ctrl-C"
+        "--serve", action="store_true", help="keep the exporter serving until Ctrl-C or SIGTERM"
     )
     parser.add_argument("--port", type=int, default=9308, help="exporter port (default 9308)")
     parser.add_argument("--host", default="127.0.0.1", help="exporter address (127.0.0.1)")
@@ -64,6 +67,7 @@ def run(args: argparse.Namespace) -> int:
 
         return run_sample(args)
     from services.demo.walkthrough import run as run_walkthrough
+    from services.shutdown import stoppable
     from services.store.options import store_command
 
-    return store_command(run_walkthrough)(args)
+    return stoppable(store_command(run_walkthrough))(args)

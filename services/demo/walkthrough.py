@@ -17,7 +17,7 @@ import shutil
 import sys
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -52,6 +52,7 @@ def demo_database(args: argparse.Namespace, workdir: Path) -> Iterator[str]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from services import shutdown
     from services.cli import UsageError
 
     workdir: Path = args.workdir
@@ -62,7 +63,11 @@ def run(args: argparse.Namespace) -> int:
     progress.step(1, "starting PostgreSQL" + ("" if args.database_url else f" in {workdir}/pg"))
     with demo_database(args, workdir) as url:
         capture = _simulate(workdir, args.seed, progress)
+        if shutdown.requested():
+            return 0
         _stream(capture, url, workdir, progress)
+        if shutdown.requested():
+            return 0
         from services.exporter.app import Exporter, ExporterConfig
         from services.store.database import create_store_engine
 
@@ -80,8 +85,8 @@ def run(args: argparse.Namespace) -> int:
                 report(engine, exporter, workdir, args)
                 if args.serve:
                     print("\nServing metrics until Ctrl-C ...", file=sys.stderr, flush=True)
-                    with suppress(KeyboardInterrupt):
-                        exporter.wait()
+                    while not shutdown.wait(1.0):
+                        pass
             finally:
                 exporter.stop()
         finally:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import signal
 import sys
 
 EPILOG = """\
@@ -110,12 +109,14 @@ def config_from(args: argparse.Namespace):  # -> ExporterConfig
 
 
 def run(args: argparse.Namespace) -> int:
+    from services.shutdown import stoppable
     from services.store.options import store_command
 
-    return store_command(_serve)(args)
+    return stoppable(store_command(_serve))(args)
 
 
 def _serve(args: argparse.Namespace) -> int:
+    from services import shutdown
     from services.exporter.app import Exporter
     from services.exporter.lag import LogEndPoller
     from services.kafka_options import kafka_config, redact
@@ -153,11 +154,9 @@ def _serve(args: argparse.Namespace) -> int:
                 file=sys.stderr,
                 flush=True,
             )
-            signal.signal(signal.SIGTERM, lambda *_: exporter.stop())
             try:
-                exporter.wait()
-            except KeyboardInterrupt:
-                pass
+                while not shutdown.wait(1.0):
+                    pass
             finally:
                 exporter.stop()
         finally:

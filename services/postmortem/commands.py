@@ -125,10 +125,18 @@ def _parser(
 
 
 def _whole_number(value: str, what: str, minimum: int) -> int:
+    """A whole number from `minimum` to 2**31-1 (Kafka's partition numbers are int32, as is
+    the storm query's rebalance count)."""
     from services.cli import UsageError
+    from services.limits import INT32_MAX
 
-    if not value.isdigit() or int(value) < minimum:
-        raise UsageError(f"{what} must be a whole number ≥ {minimum}, not {value!r}")
+    # isascii: "²" is a digit to str.isdigit; the length keeps int() off its 4300-digit
+    # limit.
+    digits = value.isascii() and value.isdigit() and len(value) <= 10
+    if not digits or not minimum <= int(value) <= INT32_MAX:
+        raise UsageError(
+            f"{what} must be a whole number from {minimum} to {INT32_MAX}, not {value!r}"
+        )
     return int(value)
 
 
@@ -188,7 +196,7 @@ def _answer(args: argparse.Namespace, ask, as_json, as_text) -> int:
     from services.store.database import open_database
     from services.store.migrate import require_head
 
-    with open_database(args.database_url) as engine:
+    with open_database(args.database_url, existing=True) as engine:
         require_head(engine)
         with engine.connect() as conn:
             try:

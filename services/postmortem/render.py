@@ -9,6 +9,7 @@ The JSON shapes are contracts (issue 5): fields may be added, never renamed.
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Sequence
 from datetime import timedelta
 
@@ -16,6 +17,42 @@ from services.postmortem.queries import MemberRef, Moves, Ownership, Storm, Time
 from services.postmortem.timeparse import iso
 
 MAX_LISTED = 3
+# Longest name (group, member, client id, host, assignor) a table shows in full.
+NAME_WIDTH = 40
+_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+# Control and format characters (C0/C1, bidi overrides, zero-width) and line/paragraph
+# separators: any of them in a client id or host would break or disguise a table row.
+_UNPRINTABLE = {"Cc", "Cf", "Zl", "Zp"}
+
+
+def printable(text: str) -> str:
+    """`text` with control and other invisible characters escaped: a newline in a client
+    host shows as `\\n`, U+202E as `\\u202e`. Names come from clients (KIP-345 group
+    instance ids, client ids, hosts) and are stored as they came; JSON keeps them exact."""
+    if all(unicodedata.category(c) not in _UNPRINTABLE for c in text):
+        return text
+    return "".join(
+        _ESCAPES.get(c) or (_escape(c) if unicodedata.category(c) in _UNPRINTABLE else c)
+        for c in text
+    )
+
+
+def name(text: str | None, width: int = NAME_WIDTH) -> str:
+    """A name for a table cell: printable, and cut to `width` with an ellipsis in the
+    middle. The middle, because names differ at their ends: a classic member id is the
+    client id and a UUID (`consumer-billing-1-3f1c...-2b3c4d5e6f70`, about 60 chars)."""
+    if text is None:
+        return "-"
+    shown = printable(text)
+    if len(shown) <= width:
+        return shown
+    head = (width - 1) // 2
+    return f"{shown[:head]}…{shown[head + 1 - width :]}"
+
+
+def _escape(char: str) -> str:
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
@@ -61,7 +98,7 @@ def timeline_text(group: str, entries: Sequence[TimelineEntry]) -> str:
     rebalanced = [e for e in entries if e.moves is not None]
     excess = sum(e.moves.excess or 0 for e in rebalanced)
     summary = (
-        f"group {group}: {len(entries)} generations from {iso(entries[0].time)} "
+        f"group {printable(group)}: {len(entries)} generations from {iso(entries[0].time)} "
         f"to {iso(entries[-1].time)}; {len(rebalanced)} rebalances, "
         f"{sum(e.moves.actual for e in rebalanced)} partition moves "
         f"({excess} more than the sticky baseline)"
@@ -70,8 +107,8 @@ def timeline_text(group: str, entries: Sequence[TimelineEntry]) -> str:
         (
             iso(e.time),
             e.generation,
-            e.assignor or "-",
-            e.leader or "-",
+            name(e.assignor),
+            name(e.leader),
             len(e.members),
             _moves_text(e.moves),
             duration(e.since_previous),
@@ -117,10 +154,10 @@ def owners_text(found: Sequence[Ownership]) -> str:
     headers = ("GROUP", "MEMBER", "CLIENT ID", "HOST", "GEN", "FROM", "UNTIL")
     rows = [
         (
-            o.group,
-            o.member,
-            o.client_id or "-",
-            o.host or "-",
+            name(o.group),
+            name(o.member),
+            name(o.client_id),
+            name(o.host),
             o.generation,
             iso(o.valid_from),
             iso(o.valid_until) or "(latest)",
@@ -143,7 +180,8 @@ def storms_text(found: Sequence[Storm]) -> str:
         return ""
     headers = ("GROUP", "REBALANCES", "START", "END", "DURATION")
     rows = [
-        (s.group, s.rebalances, iso(s.start), iso(s.end), duration(s.end - s.start)) for s in found
+        (name(s.group), s.rebalances, iso(s.start), iso(s.end), duration(s.end - s.start))
+        for s in found
     ]
     return table(headers, rows)
 
@@ -199,7 +237,10 @@ def _membership_text(joined: Sequence[MemberRef], left: Sequence[MemberRef]) -> 
     """`+c-2 (app@/10.0.0.2) -c-1 (app@/10.0.0.1)`, at most a few of each."""
     parts: list[str] = []
     for sign, members in (("+", joined), ("-", left)):
-        shown = [f"{sign}{m.member} ({m.client_id or '?'}@{m.host or '?'})" for m in members]
+        shown = [
+            f"{sign}{name(m.member)} ({name(m.client_id or '?')}@{name(m.host or '?')})"
+            for m in members
+        ]
         if len(shown) > MAX_LISTED:
             shown = [*shown[:MAX_LISTED], f"{sign}{len(members) - MAX_LISTED} more"]
         parts.extend(shown)
@@ -207,4 +248,4 @@ def _membership_text(joined: Sequence[MemberRef], left: Sequence[MemberRef]) -> 
 
 
 def _cell(value: object) -> str:
-    return "-" if value is None else str(value)
+    return "-" if value is None else printable(str(value))

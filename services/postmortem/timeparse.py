@@ -9,19 +9,23 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime, timedelta
 
-_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86_400, "w": 604_800}
 _PART = re.compile(r"(\d+(?:\.\d+)?)([smhdw])")
 _DURATION = re.compile(r"(?:\d+(?:\.\d+)?[smhdw])+")
+# A century: history older than that does not exist, and `--since 99999999999d` would
+# overflow timedelta (and `now - it` datetime) with a traceback.
+MAX_DURATION = timedelta(days=36_525)
 
 
 def parse_duration(text: str) -> timedelta:
-    """`10m`, `1h30m`, `2d` → a positive timedelta; ValueError otherwise."""
+    """`10m`, `1h30m`, `2d` → a positive timedelta up to a century; ValueError otherwise."""
     value = text.strip().lower()
     if not _DURATION.fullmatch(value):
         raise ValueError(f"not a duration: {text!r} (use forms like 90s, 10m, 2h, 1d, 1h30m)")
-    duration = sum(
-        (timedelta(**{_UNITS[unit]: float(n)}) for n, unit in _PART.findall(value)), timedelta()
-    )
+    seconds = sum(float(n) * _UNITS[unit] for n, unit in _PART.findall(value))
+    if seconds > MAX_DURATION.total_seconds():
+        raise ValueError(f"too long: {text!r} (at most 36525d, a century)")
+    duration = timedelta(seconds=seconds)
     if duration <= timedelta(0):
         raise ValueError(f"a duration must be longer than zero: {text!r}")
     return duration

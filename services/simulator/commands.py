@@ -87,7 +87,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--partitions",
         type=int,
-        default=int(os.environ.get("GROUPSCOPE_OFFSETS_PARTITIONS", "50")),
+        default=os.environ.get("GROUPSCOPE_OFFSETS_PARTITIONS", "50"),
         metavar="N",
         help="partitions of the offsets topic (env GROUPSCOPE_OFFSETS_PARTITIONS; default 50)",
     )
@@ -176,6 +176,7 @@ class _Progress:
 
 def run_simulate(args: argparse.Namespace) -> int:
     from services.cli import UsageError
+    from services.limits import MAX_OFFSETS_PARTITIONS, MAX_SIMULATED_GROUPS, at_most
     from services.simulator.params import ParamError, Params, parse_duration
     from services.simulator.runner import simulate
     from services.simulator.scenarios import build, scenario_names
@@ -186,8 +187,10 @@ def run_simulate(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
     if args.groups is not None and args.groups < 1:
         raise UsageError("--groups must be at least 1")
+    at_most("--groups", args.groups or 0, MAX_SIMULATED_GROUPS)
     if args.partitions < 1:
         raise UsageError("--partitions must be at least 1")
+    at_most("--partitions", args.partitions, MAX_OFFSETS_PARTITIONS)
     params = Params(_pairs(args.settings, "--set"))
     try:
         specs, default_duration = build(names, params, args.groups)

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 
 from services.durations import duration_ms
+
+# Members, partitions, crashes: a scenario's counts. Far above any scenario's use; a
+# value like 99999999999 would otherwise build members or partitions until memory ran out.
+MAX_INT = 100_000
 
 
 class ParamError(ValueError):
@@ -30,7 +35,7 @@ class Params:
         self.used.add(key)
         return self.values.get(key)
 
-    def int(self, key: str, default: int, minimum: int = 0) -> int:
+    def int(self, key: str, default: int, minimum: int = 0, maximum: int = MAX_INT) -> int:
         raw = self._raw(key)
         if raw is None:
             return default
@@ -40,6 +45,8 @@ class Params:
             raise ParamError(f"{key} must be an integer, got {raw!r}") from None
         if value < minimum:
             raise ParamError(f"{key} must be at least {minimum}, got {value}")
+        if value > maximum:
+            raise ParamError(f"{key} must be at most {maximum:,}, got {value:,}")
         return value
 
     def float(self, key: str, default: float, low: float = 0.0, high: float | None = None) -> float:
@@ -50,6 +57,8 @@ class Params:
             value = float(raw)
         except ValueError:
             raise ParamError(f"{key} must be a number, got {raw!r}") from None
+        if not math.isfinite(value):
+            raise ParamError(f"{key} must be a finite number, got {raw!r}")
         if value < low or (high is not None and value > high):
             bound = f"between {low} and {high}" if high is not None else f"at least {low}"
             raise ParamError(f"{key} must be {bound}, got {value}")

