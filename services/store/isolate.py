@@ -5,7 +5,11 @@ failure. When `HistoryStore.write_batch` raises `BatchRejectedError`, `rejected_
 bisects the batch's records with dry runs (`HistoryStore.rejection`: written, then
 rolled back). Each half is tried together with the records already found good, so a
 record that only fails beside another one is found too. A batch with k bad records of n
-costs about 2·k·log2(n) dry runs, each at most the size of the batch.
+costs about 2·k·log2(n) dry runs. The offset commits, the bulk of a batch and rarely
+to blame once strings are sanitized, are tried last, all at once if they can: on a
+loaded 2-core machine, 100,000 commits and one refused generation took 35 dry runs and
+37 s when every dry run carried the commits; with them last (and 200 good generations
+beside), 19 dry runs and 3.1 s.
 """
 
 from __future__ import annotations
@@ -55,25 +59,26 @@ def rejected_records(store: HistoryStore, batch: BatchWrite) -> dict[Position, s
         return {}
     rejected: dict[Position, str] = {}
 
-    def search(candidates: list[Position], good: set[Position], known_bad: bool) -> None:
+    def search(candidates: list[Position], good: set[Position]) -> None:
         """Adds the good ones of `candidates` to `good`, the others to `rejected`."""
-        reason = None if known_bad else store.rejection(restrict(batch, good | set(candidates)))
-        if not known_bad and reason is None:
+        reason = store.rejection(restrict(batch, good | set(candidates)))
+        if reason is None:
             good.update(candidates)
-            return
-        if len(candidates) == 1:
-            if reason is None:  # known bad, never tried alone
-                reason = store.rejection(restrict(batch, good | set(candidates)))
-            if reason is not None:
-                rejected[candidates[0]] = reason
-            else:
-                good.update(candidates)
-            return
-        middle = len(candidates) // 2
-        search(candidates[:middle], good, False)
-        search(candidates[middle:], good, False)
+        elif len(candidates) == 1:
+            rejected[candidates[0]] = reason
+        else:
+            middle = len(candidates) // 2
+            search(candidates[:middle], good)
+            search(candidates[middle:], good)
 
-    search(record_positions(batch), set(), True)
+    # Group records, failures and events first: few, so their dry runs are quick, and the
+    # offset commits (the bulk, and rarely to blame) are then tried once beside them.
+    few = record_positions(replace(batch, offsets=()))
+    commits = sorted(set(record_positions(batch)) - set(few))
+    good: set[Position] = set()
+    for candidates in (few, commits):
+        if candidates:
+            search(candidates, good)
     return rejected
 
 
