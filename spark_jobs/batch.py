@@ -5,7 +5,9 @@ Runs as `foreachBatch`. Offset commits (the bulk) are decoded by Spark SQL
 anything reaches the driver. Everything else is a small remainder: group records, flexible
 or malformed records. It is collected in log order and decoded with the codec on the
 driver, where the generation tracker keeps each group's last generation. The whole batch
-is written in one store transaction, and replaying a batch is a no-op.
+is written in one store transaction, and replaying a batch is a no-op. If the database
+rejects the batch, the records to blame are set aside as decode failures
+(`spark_jobs.poison`) and the rest is written.
 """
 
 from __future__ import annotations
