@@ -3,6 +3,7 @@ real PostgreSQL) are stored repaired, or set aside, and the records beside them 
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import itertools
 import struct
@@ -19,7 +20,15 @@ from sqlalchemy import Engine, text
 
 from services.cli import main
 from services.codec import encode_key, encode_value, partition_for
-from services.simulator.records import assignment_bytes, subscription_bytes
+from services.simulator.records import (
+    assignment_bytes,
+    consumer_group_epoch,
+    consumer_group_member,
+    consumer_group_target,
+    consumer_group_target_epoch,
+    consumer_group_topics,
+    subscription_bytes,
+)
 from services.store.database import create_store_engine
 from services.store.sanitize import storable_key
 
@@ -320,14 +329,45 @@ def cesu_commit_key(group: str) -> bytes:
     return struct.pack(">hh", 1, len(raw)) + raw + struct.pack(">h", 1) + b"t" + b"\0\0\0\0"
 
 
+def topic_id(raw: bytes) -> str:
+    """A Kafka Uuid as `Uuid.toString()` writes it."""
+    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
+
+
+def kip848_epoch(draw: st.DrawFn, group: str) -> list[tuple[bytes, bytes | None]]:
+    """A KIP-848 group's epoch: its metadata, topics, members, targets and target epoch."""
+    epoch = draw(INT32)
+    topic, tid = draw(HOSTILE_TEXT), topic_id(draw(st.binary(min_size=16, max_size=16)))
+    records = [
+        consumer_group_epoch(group, epoch),
+        consumer_group_topics(group, [(tid, topic, draw(INT32))]),
+    ]
+    for _ in range(draw(st.integers(1, 2))):
+        member_id = draw(HOSTILE_TEXT)
+        fields = {
+            "instance_id": draw(st.one_of(st.none(), HOSTILE_TEXT)),
+            "client_id": draw(HOSTILE_TEXT),
+            "client_host": draw(HOSTILE_TEXT),
+            "topics": [topic, draw(HOSTILE_TEXT)],
+            "rebalance_timeout_ms": draw(INT32),
+            "server_assignor": draw(st.one_of(st.none(), HOSTILE_TEXT)),
+        }
+        records.append(consumer_group_member(group, member_id, fields))
+        partitions = [(topic, draw(INT32))]
+        records.append(consumer_group_target(group, member_id, partitions, {topic: tid}))
+    return [*records, consumer_group_target_epoch(group, epoch)]
+
+
 @st.composite
-def hostile_records(draw: st.DrawFn, n: int) -> tuple[str, tuple[bytes, bytes | None]]:
-    """(kind, record) for the n-th hostile record; its group is unique to it."""
-    prefix = f"h{n}-"
-    kind = draw(st.sampled_from(["commit", "group", "surrogate", "garbage"]))
+def hostile_records(draw: st.DrawFn, n: int) -> tuple[list[tuple[bytes, bytes | None]], bool]:
+    """The n-th hostile record (several for a KIP-848 epoch), its group unique to it; and
+    whether its first record must end up stored or set aside (garbage may decode as
+    anything, or as nothing to store)."""
+    group = f"h{n}-" + draw(HOSTILE_TEXT)
+    kind = draw(st.sampled_from(["commit", "group", "kip848", "surrogate", "garbage"]))
     if kind == "commit":
         record = commit(
-            prefix + draw(HOSTILE_TEXT),
+            group,
             draw(HOSTILE_TEXT),
             draw(INT32),
             draw(INT64),
@@ -335,7 +375,8 @@ def hostile_records(draw: st.DrawFn, n: int) -> tuple[str, tuple[bytes, bytes | 
             commit_ms=draw(TIMES),
             expire_ms=draw(st.one_of(st.none(), TIMES)),
         )
-    elif kind == "group":
+        return [record], True
+    if kind == "group":
         members = [
             {
                 **member(
@@ -350,18 +391,14 @@ def hostile_records(draw: st.DrawFn, n: int) -> tuple[str, tuple[bytes, bytes | 
             }
             for _ in range(draw(st.integers(0, 3)))
         ]
-        record = group_metadata(
-            prefix + draw(HOSTILE_TEXT),
-            draw(INT32),
-            members,
-            protocol=draw(HOSTILE_TEXT),
-            state_ms=draw(TIMES),
-        )
-    elif kind == "surrogate":
-        record = (cesu_commit_key(prefix + "\ud800"), commit("g", "t", 0, 1)[1])
-    else:
-        record = (draw(st.binary(min_size=1, max_size=40)), draw(st.binary(max_size=40)))
-    return kind, record
+        protocol, state_ms = draw(HOSTILE_TEXT), draw(TIMES)
+        record = group_metadata(group, draw(INT32), members, protocol=protocol, state_ms=state_ms)
+        return [record], True
+    if kind == "kip848":
+        return kip848_epoch(draw, group), True
+    if kind == "surrogate":
+        return [(cesu_commit_key(f"h{n}-\ud800"), commit("g", "t", 0, 1)[1])], True
+    return [(draw(st.binary(min_size=1, max_size=40)), draw(st.binary(max_size=40)))], False
 
 
 _examples = itertools.count()
@@ -377,14 +414,15 @@ def test_hostile_values_never_stop_the_job_and_the_good_records_beside_them_land
     postgres_server, migrated_template: str, data: st.DataObject
 ) -> None:
     hostile = [data.draw(hostile_records(n), label=f"hostile {n}") for n in range(6)]
-    rows, expected, accounted = [], {}, []
-    for n, (kind, record) in enumerate(hostile):  # good, hostile, good, hostile, ... good
-        rows.append((7, 2 * n, *commit("good", "t", n, 1000 + n)))
+    rows: list[Row] = []
+    expected, accounted = {}, []
+    for n, (records, must_land) in enumerate(hostile):  # good, hostile, ... good
+        rows.append((7, len(rows), *commit("good", "t", n, 1000 + n)))
         expected[n] = 1000 + n
-        rows.append((7, 2 * n + 1, *record))
-        if kind in ("commit", "group", "surrogate"):
-            accounted.append(2 * n + 1)
-    rows.append((7, 2 * len(hostile), *commit("good", "t", 99, 5)))
+        if must_land:
+            accounted.append(len(rows))
+        rows += [(7, len(rows) + i, *record) for i, record in enumerate(records)]
+    rows.append((7, len(rows), *commit("good", "t", 99, 5)))
     expected[99] = 5
     name = postgres_server.create_database(template=migrated_template)
     url = postgres_server.url(name)
@@ -401,7 +439,7 @@ def test_hostile_values_never_stop_the_job_and_the_good_records_beside_them_land
             )
             assert dict(good) == expected
             assert query(engine, "SELECT last_offset FROM pipeline_progress") == [(len(rows) - 1,)]
-            # Each hostile commit or group record is stored (repaired) or set aside.
+            # Each hostile commit, group record or epoch is stored (repaired) or set aside.
             stored = {
                 r[0]
                 for r in query(
