@@ -5,7 +5,9 @@ Runs as `foreachBatch`. Offset commits (the bulk) are decoded by Spark SQL
 anything reaches the driver. Everything else is a small remainder: group records, flexible
 or malformed records. It is collected in log order and decoded with the codec on the
 driver, where the generation tracker keeps each group's last generation. The whole batch
-is written in one store transaction, and replaying a batch is a no-op.
+is written in one store transaction, and replaying a batch is a no-op. If the database
+rejects the batch, the records to blame are set aside as decode failures
+(`spark_jobs.poison`) and the rest is written.
 """
 
 from __future__ import annotations
@@ -28,14 +30,24 @@ from services.store.batch import (
     BatchWrite,
     DecodeFailure,
     OffsetCommit,
+    Repair,
     SourceProgress,
 )
+from services.store.errors import BatchRejectedError
 from services.store.repository import HistoryStore
 from services.store.retry import RetryPolicy
 from services.store.snapshots import LatestGeneration
-from spark_jobs import tracker_state
+from spark_jobs import poison, tracker_state
 from spark_jobs.checkpoint import with_source_positions
-from spark_jobs.generations import GenerationTracker, Position, Snapshot, identity, to_datetime
+from spark_jobs.generations import (
+    MAX_MILLIS,
+    GenerationTracker,
+    Position,
+    Snapshot,
+    identity,
+    time_repair,
+    to_datetime,
+)
 from spark_jobs.offset_columns import commit_row_ok, decode_offset_commits
 
 log = logging.getLogger("groupscope.stream")
@@ -88,8 +100,19 @@ def failure_reason(exc: DecodeError) -> str:
     return bounded(f"{exc.message or 'record'}: {' '.join(reason)}")
 
 
-def _commit(row: dict[str, Any]) -> OffsetCommit:
-    """An offset commit from a decoded row (the SQL path's column names)."""
+def _commit(row: dict[str, Any], repairs: list[Repair]) -> OffsetCommit:
+    """An offset commit from a decoded row (the SQL path's column names). A time out of
+    the range of a date (any client can commit one) becomes None, its raw milliseconds
+    a repair."""
+    commit_ms, expire_ms = row["commit_ms"], row["expire_ms"]
+    if (commit_ms is not None and not -1 <= commit_ms <= MAX_MILLIS) or (
+        expire_ms is not None and not -1 <= expire_ms <= MAX_MILLIS
+    ):
+        position = row["source_partition"], row["source_offset"]
+        for millis, field in ((commit_ms, "commit_timestamp"), (expire_ms, "expire_timestamp")):
+            repair = time_repair(millis, field, *position)
+            if repair is not None:
+                repairs.append(repair)
     return OffsetCommit(
         group=row["group"],
         topic=row["topic"],
@@ -97,10 +120,10 @@ def _commit(row: dict[str, Any]) -> OffsetCommit:
         offset=row["committed_offset"],
         source_partition=row["source_partition"],
         source_offset=row["source_offset"],
-        commit_time=to_datetime(row["commit_ms"]),
+        commit_time=to_datetime(commit_ms),
         leader_epoch=row["leader_epoch"],
         metadata=row["metadata"],
-        expire_time=to_datetime(row["expire_ms"]),
+        expire_time=to_datetime(expire_ms),
         commits=row.get("n", 1),
     )
 
@@ -251,7 +274,16 @@ class BatchProcessor:
         batch = replace(batch, health=BatchHealth(stats.records, time.perf_counter() - started))
         if self.checkpoint is not None:
             batch = with_source_positions(batch, self.checkpoint)
-        self.retry.run(lambda: self.store.write_batch(batch))
+        try:
+            self.retry.run(lambda: self.store.write_batch(batch))
+        except BatchRejectedError as exc:
+            log.warning("%s; looking for the records the database rejects", exc)
+            error = exc
+            kept, count = self.retry.run(
+                lambda: poison.without_rejected(self.store, batch, df, error)
+            )
+            stats.failures[poison.CATEGORY] += count
+            self.retry.run(lambda: self.store.write_batch(kept))
         if self.state_dir is not None:
             tracker_state.save(self.state_dir, batch_id, self.tracker)
         stats.seconds = time.perf_counter() - started
@@ -273,6 +305,7 @@ class BatchProcessor:
         stats = BatchStats(batch_id=batch_id)
         rows = reduce_batch(df).toArrow().to_pylist()
         offsets: dict[tuple[str, str, int], OffsetCommit] = {}
+        repairs: list[Repair] = []
         remainder, bad_keys = [], []
         for row in rows:
             stats.records += row["n"]
@@ -288,7 +321,7 @@ class BatchProcessor:
                     remainder.append(row)
                 continue
             stats.offset_commits += row["n"]
-            offsets[(row["group"], row["topic"], row["partition_id"])] = _commit(row)
+            offsets[(row["group"], row["topic"], row["partition_id"])] = _commit(row, repairs)
             self._check_partition(row["group"], partition)
         if bad_keys:
             remainder += (
@@ -298,7 +331,10 @@ class BatchProcessor:
                 .to_pylist()
             )
         remainder.sort(key=lambda r: (r["source_partition"], r["source_offset"]))
-        failures = self._remainder(remainder, offsets, stats)
+        failures = self._remainder(remainder, offsets, stats, repairs)
+        if repairs:  # only those of the commits kept, not of ones superseded in the batch
+            kept = {(o.source_partition, o.source_offset) for o in offsets.values()}
+            repairs = [r for r in repairs if (r.source_partition, r.source_offset) in kept]
         generations, events = self.tracker.drain()
         stats.generations = len(generations)
         batch = BatchWrite(
@@ -310,6 +346,7 @@ class BatchProcessor:
             generations=generations,
             decode_failures=failures,
             progress=[SourceProgress(p, last) for p, last in sorted(stats.end_offsets.items())],
+            repairs=repairs + self.tracker.drain_repairs(),
         )
         return batch, stats
 
@@ -318,6 +355,7 @@ class BatchProcessor:
         rows: list[dict[str, Any]],
         offsets: dict[tuple[str, str, int], OffsetCommit],
         stats: BatchStats,
+        repairs: list[Repair],
     ) -> list[DecodeFailure]:
         """Decode the records SQL did not, in log order; returns the failures."""
         failures = []
@@ -338,7 +376,7 @@ class BatchProcessor:
             self._check_partition(key.get("group", key.get("group_id")), position.partition)
             if kind == "offset_commit":
                 stats.offset_commits += 1
-                commit = self._codec_commit(record, position)
+                commit = self._codec_commit(record, position, repairs)
                 known = offsets.get((commit.group, commit.topic, commit.partition))
                 if known is None or known.source_offset < commit.source_offset:
                     offsets[(commit.group, commit.topic, commit.partition)] = commit
@@ -348,7 +386,9 @@ class BatchProcessor:
         return failures
 
     @staticmethod
-    def _codec_commit(record: dict[str, Any], position: Position) -> OffsetCommit:
+    def _codec_commit(
+        record: dict[str, Any], position: Position, repairs: list[Repair]
+    ) -> OffsetCommit:
         """A commit the codec decoded, in the SQL path's row shape."""
         key, value = record["key"], record["value"] or {}
         return _commit(
@@ -363,7 +403,8 @@ class BatchProcessor:
                 "leader_epoch": value.get("leader_epoch"),
                 "metadata": value.get("metadata"),
                 "expire_ms": value.get("expire_timestamp"),
-            }
+            },
+            repairs,
         )
 
     @staticmethod

@@ -34,7 +34,7 @@ from typing import Any
 from services.assignor import assign
 from services.assignor.churn import minimum_moves, moves
 from services.assignor.model import Member as AssignorMember
-from services.store.batch import Churn, Generation, GroupEvent, Member
+from services.store.batch import Churn, Generation, GroupEvent, Member, Repair
 
 Assignment = dict[str, list[tuple[str, int]]]  # identity -> [(topic, partition)]
 
@@ -88,10 +88,24 @@ def identity(member_id: str, group_instance_id: str | None) -> str:
     return group_instance_id or member_id
 
 
+# The last millisecond of year 9999: Python's datetime ends there (PostgreSQL's later).
+MAX_MILLIS = 253_402_300_799_999
+OUT_OF_RANGE = "time out of the range of a date (stored as NULL)"
+
+
 def to_datetime(millis: int | None) -> datetime | None:
-    if millis is None or millis < 0:
+    """A record's epoch milliseconds as a time; None for none (Kafka writes -1) and for
+    one out of the range of a date (see `time_repair`), which any client can send."""
+    if millis is None or not 0 <= millis <= MAX_MILLIS:
         return None
     return datetime.fromtimestamp(millis / 1000, tz=UTC)
+
+
+def time_repair(millis: int | None, field: str, partition: int, offset: int) -> Repair | None:
+    """The repair that records `millis` if `to_datetime` dropped it (not for -1: no time)."""
+    if millis is None or -1 <= millis <= MAX_MILLIS:
+        return None
+    return Repair(partition, offset, field, OUT_OF_RANGE, original_ms=millis)
 
 
 def _flatten(topic_partitions: Iterable[Mapping[str, Any]], topic_key: str = "topic") -> list:
@@ -127,10 +141,15 @@ class GenerationTracker:
         self.kip848: dict[str, Kip848State] = {}
         self.generations: list[Generation] = []
         self.events: list[GroupEvent] = []
+        self.repairs: list[Repair] = []  # of the drained generations' times
 
     def drain(self) -> tuple[list[Generation], list[GroupEvent]]:
         out = self.generations, self.events
         self.generations, self.events = [], []
+        return out
+
+    def drain_repairs(self) -> list[Repair]:
+        out, self.repairs = self.repairs, []
         return out
 
     def _seen(self, group: str, position: Position) -> bool:
@@ -206,6 +225,12 @@ class GenerationTracker:
             self.last[group] = snapshot
             return
         churn = self._churn(group, snapshot, "classic")
+        state_ms = value["current_state_timestamp"]
+        repair = time_repair(
+            state_ms, "current_state_timestamp", position.partition, position.offset
+        )
+        if repair is not None:
+            self.repairs.append(repair)
         self.generations.append(
             Generation(
                 group=group,
@@ -218,7 +243,7 @@ class GenerationTracker:
                 protocol_type=value["protocol_type"],
                 assignor=protocol,
                 leader=value["leader"],
-                state_time=to_datetime(value["current_state_timestamp"]),
+                state_time=to_datetime(state_ms),
                 rebalance=churn,
                 state="rebalancing" if snapshot.revoking_from is not None else None,
             )

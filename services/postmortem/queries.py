@@ -2,7 +2,8 @@
 
 Each function takes a SQLAlchemy connection and returns plain dataclasses; rendering
 lives in `services.postmortem.render`. The SQL views are the single definition of each
-answer, so psql users and these commands always agree.
+answer, so psql users and these commands always agree. Names are looked up as the store
+keeps them (`storable_key`): a group id too long for an index is found by its full name.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import Connection, text
 
 from services.postmortem.timeparse import iso
+from services.store.sanitize import storable_key
 
 FAR_PAST = datetime.fromisoformat("0001-01-01T00:00:00+00:00")
 FAR_FUTURE = datetime.fromisoformat("9999-12-31T00:00:00+00:00")
@@ -85,7 +87,7 @@ class Storm:
 
 def group_exists(conn: Connection, group: str) -> bool:
     query = text("SELECT 1 FROM groups WHERE name = :group")
-    return conn.execute(query, {"group": group}).first() is not None
+    return conn.execute(query, {"group": storable_key(group)}).first() is not None
 
 
 def _require_group(conn: Connection, group: str) -> None:
@@ -103,7 +105,7 @@ def timeline(
             "SELECT * FROM group_timeline WHERE group_name = :group "
             "AND time >= :since AND time < :until ORDER BY time, source_offset"
         ),
-        {"group": group, "since": since or FAR_PAST, "until": until or FAR_FUTURE},
+        {"group": storable_key(group), "since": since or FAR_PAST, "until": until or FAR_FUTURE},
     ).mappings()
     entries = [_timeline_entry(row) for row in rows]
     if not entries:
@@ -125,7 +127,12 @@ def owners(
             "AND (CAST(:group AS text) IS NULL OR group_name = :group) "
             "ORDER BY group_name"
         ),
-        {"topic": topic, "partition": partition, "at": at, "group": group},
+        {
+            "topic": topic,
+            "partition": partition,
+            "at": at,
+            "group": None if group is None else storable_key(group),
+        },
     ).mappings()
     found = [
         Ownership(

@@ -3,6 +3,8 @@
 - `batch`: the `BatchWrite` the streaming job hands over once per micro-batch (the contract).
 - `repository`: `HistoryStore.write_batch`, one transaction per batch, idempotent;
   `staging`: the COPY targets it fills.
+- `sanitize`: strings made storable (no U+0000, keys short enough for an index), each
+  change a `Repair`; `isolate`: the records to blame for a rejected batch.
 - `retry`: `RetryPolicy`, exponential backoff for `StoreUnavailableError` (`errors`).
 - `snapshots`: each live group's latest generation, where the streaming job resumes.
 - `models`: the tables; `migrations/` builds them, plus the postmortem views.

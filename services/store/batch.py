@@ -61,6 +61,11 @@ Rules the store relies on:
   `pipeline_status` row in the same transaction, once: a batch id no greater than the
   last one counted (a replayed batch) is not counted again. Between batches the job reports
   whether it has caught up with `HistoryStore.report_status`.
+- **Repairs.** A value PostgreSQL cannot hold is made storable, and the change recorded
+  in `record_repairs` with the original (`services.store.sanitize`): the store replaces
+  U+0000 in any string and shortens over-long keys itself; the job turns a time out of
+  the range of a date into None and hands the raw milliseconds over as a `Repair` in
+  `repairs`. Replaying a batch records nothing twice.
 - **Failure.** If the database is unreachable or goes away mid-batch, `write_batch`
   raises `StoreUnavailableError` and nothing of the batch is kept: do not advance the
   checkpoint; retry (with `RetryPolicy`) or fail the query. `BatchRejectedError`
@@ -193,6 +198,25 @@ class DecodeFailure:
 
 
 @dataclass(frozen=True, slots=True)
+class Repair:
+    """A field of a record changed so that it could be stored, with its original.
+
+    `field` is its path in the decoded record (`key.group`, `metadata`,
+    `members[2].client_host`, `current_state_timestamp`); `original` its UTF-8 bytes,
+    `original_ms` the raw milliseconds of a time out of the range of a date, `stored`
+    what the store holds instead (None for such a time: stored as NULL).
+    """
+
+    source_partition: int
+    source_offset: int
+    field: str
+    reason: str
+    original: bytes | None = None
+    original_ms: int | None = None
+    stored: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class SourceProgress:
     """The last offset of one source partition that this batch processed."""
 
@@ -227,6 +251,8 @@ class BatchWrite:
     decode_failures: Sequence[DecodeFailure] = ()
     progress: Sequence[SourceProgress] = ()
     health: BatchHealth | None = None
+    # Changes the job made (times out of range); the store adds its own (strings).
+    repairs: Sequence[Repair] = ()
 
 
 @dataclass(frozen=True, slots=True)

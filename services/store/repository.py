@@ -9,8 +9,10 @@ how it is kept, all in one transaction:
 3. the members (with their assignments) of exactly those new generations are COPYed
    straight into their table: nothing can conflict there, so no per-row conflict
    check is paid;
-4. rebalances, committed offsets (with their per-batch history) and decode failures
-   are merged from staging with `INSERT … ON CONFLICT`.
+4. rebalances, committed offsets (with their per-batch history), decode failures and
+   record repairs are merged from staging with `INSERT … ON CONFLICT`.
+Before staging, every string is made storable (`services.store.sanitize`: no U+0000,
+keys short enough for an index) and each change becomes a `record_repairs` row.
 Conflicts resolve by natural key plus source position, so a replayed batch is a no-op.
 """
 
@@ -18,14 +20,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import asdict
+from dataclasses import asdict, astuple, replace
 
 import psycopg
+import psycopg.errors
 from sqlalchemy import Engine, text
 from sqlalchemy.exc import DBAPIError
 
-from services.store import staging
-from services.store.batch import BatchWrite, Generation, PipelineReport
+from services.store import sanitize, staging
+from services.store.batch import BatchWrite, Generation, PipelineReport, Repair
 from services.store.errors import BatchRejectedError, StoreError, StoreUnavailableError
 
 # Every group named in the batch exists afterwards, with first/last seen widened.
@@ -223,6 +226,16 @@ ON CONFLICT (source) DO UPDATE SET
     updated_at = excluded.updated_at
 """
 
+# A replayed batch repairs the same fields of the same records: nothing is added twice.
+INSERT_REPAIRS = """
+INSERT INTO record_repairs (source_partition, source_offset, field, reason, original,
+    original_ms, stored, batch_id)
+SELECT source_partition, source_offset, field, reason, original, original_ms, stored,
+    %(batch_id)s
+FROM stage_repairs
+ON CONFLICT (source_partition, source_offset, field) DO NOTHING
+"""
+
 # Run after the generations and their members are in.
 MERGES = (
     INSERT_REBALANCES,
@@ -234,6 +247,9 @@ MERGES = (
 # and (as subclasses of OperationalError) deadlocks, serialization failures and full
 # disks. All are worth a retry.
 _CONNECTION_ERRORS = (psycopg.OperationalError, psycopg.InterfaceError)
+# Also an OperationalError, but the data's doing (SQLSTATE class 54: an index entry too
+# big, too many values): a retry fails the same way, so it is a rejection.
+_DATA_LIMITS = (psycopg.errors.ProgramLimitExceeded,)
 
 
 class HistoryStore:
@@ -250,8 +266,20 @@ class HistoryStore:
         constraint. In both cases the transaction rolled back.
         """
         with self._transaction(f"batch {batch.batch_id} of {batch.source} not written") as cur:
-            _stage(cur, batch)
-            _merge(cur, batch)
+            _merge(cur, _stage(cur, batch))
+
+    def rejection(self, batch: BatchWrite) -> str | None:
+        """Why the database would reject `batch` (its first line), or None if it would take it.
+
+        A dry run: the batch is written in a transaction that is then rolled back.
+        Raises `StoreUnavailableError` like `write_batch`.
+        """
+        try:
+            with self._transaction(f"batch {batch.batch_id} rejected", keep=False) as cur:
+                _merge(cur, _stage(cur, batch))
+        except BatchRejectedError as exc:
+            return _reason(exc.__cause__ or exc)
+        return None
 
     def report_status(self, status: PipelineReport) -> None:
         """Record whether the job has caught up with its source, between batches.
@@ -262,15 +290,20 @@ class HistoryStore:
             cursor.execute(REPORT_STATUS, asdict(status))
 
     @contextmanager
-    def _transaction(self, failure: str) -> Iterator[psycopg.Cursor]:
-        """A psycopg cursor in one transaction; errors become store errors naming `failure`."""
+    def _transaction(self, failure: str, *, keep: bool = True) -> Iterator[psycopg.Cursor]:
+        """A psycopg cursor in one transaction, committed unless `keep` is false; errors
+        become store errors naming `failure`."""
         try:
-            with self.engine.begin() as conn:
+            with self.engine.connect() as conn, conn.begin() as transaction:
                 raw = conn.connection.driver_connection
                 with raw.cursor() as cursor:
                     yield cursor
+                if not keep:
+                    transaction.rollback()
         except (DBAPIError, psycopg.Error) as exc:
             raise _store_error(exc, failure) from exc
+        except UnicodeEncodeError as exc:  # a lone surrogate: no encoding can send it
+            raise BatchRejectedError(f"{failure}: {exc}") from exc
 
     def progress(self, source: str) -> dict[int, tuple[int, int]]:
         """`{source partition: (last processed offset, batch id)}` as stored."""
@@ -318,21 +351,36 @@ class HistoryStore:
             raise _store_error(exc, f"batch count of {source} not restarted") from exc
 
 
+def _reason(exc: BaseException) -> str:
+    """The first line of what the database (or the driver) said."""
+    cause = exc.orig if isinstance(exc, DBAPIError) and exc.orig is not None else exc
+    return (str(cause).strip().splitlines() or [type(cause).__name__])[0]
+
+
 def _store_error(exc: DBAPIError | psycopg.Error, what: str) -> StoreError:
     """`StoreUnavailableError` if the server failed, else `BatchRejectedError`."""
     cause = exc.orig if isinstance(exc, DBAPIError) and exc.orig is not None else exc
-    first_line = (str(cause).strip().splitlines() or [type(cause).__name__])[0]
-    message = f"{what}: {first_line}"
+    message = f"{what}: {_reason(exc)}"
     invalidated = isinstance(exc, DBAPIError) and exc.connection_invalidated
-    if invalidated or isinstance(cause, _CONNECTION_ERRORS):
+    if invalidated or (
+        isinstance(cause, _CONNECTION_ERRORS) and not isinstance(cause, _DATA_LIMITS)
+    ):
         return StoreUnavailableError(message)
     return BatchRejectedError(message)
 
 
-def _stage(cursor: psycopg.Cursor, batch: BatchWrite) -> None:
+def _stage(cursor: psycopg.Cursor, batch: BatchWrite) -> BatchWrite:
+    """COPY the batch into the staging tables; returns it as stored, repairs included."""
+    repairs = list(batch.repairs)
+    batch = replace(
+        batch,
+        group_events=[sanitize.group_event(e, repairs) for e in batch.group_events],
+        generations=[sanitize.generation(g, repairs) for g in batch.generations],
+        decode_failures=[sanitize.decode_failure(f, repairs) for f in batch.decode_failures],
+    )
     tables = (
         (staging.GROUP_EVENTS, _group_event_rows(batch)),
-        (staging.OFFSETS, _offset_rows(batch)),
+        (staging.OFFSETS, _offset_rows(batch, repairs)),  # repairs its rows as it goes
         (staging.GENERATIONS, _generation_rows(batch)),
         (staging.REBALANCES, _rebalance_rows(batch)),
         (staging.DECODE_FAILURES, _decode_failure_rows(batch)),
@@ -340,6 +388,10 @@ def _stage(cursor: psycopg.Cursor, batch: BatchWrite) -> None:
     for table, rows in tables:
         table.create_temp(cursor)
         table.copy(cursor, rows)
+    if repairs:
+        staging.REPAIRS.create_temp(cursor)
+        staging.REPAIRS.copy(cursor, (astuple(r) for r in repairs))
+    return replace(batch, repairs=repairs)
 
 
 def _merge(cursor: psycopg.Cursor, batch: BatchWrite) -> None:
@@ -354,6 +406,8 @@ def _merge(cursor: psycopg.Cursor, batch: BatchWrite) -> None:
         staging.MEMBERS.copy(cursor, _member_rows(batch, created))
     for statement in MERGES:
         cursor.execute(statement, params)
+    if batch.repairs:
+        cursor.execute(INSERT_REPAIRS, params)
     cursor.executemany(
         UPSERT_PROGRESS,
         [
@@ -384,15 +438,27 @@ def _group_event_rows(batch: BatchWrite) -> Iterator[tuple]:
         yield (g.group, g.time, g.source_partition, g.source_offset, g.group_type, False)
 
 
-def _offset_rows(batch: BatchWrite) -> Iterator[tuple]:
+def _offset_rows(batch: BatchWrite, repairs: list[Repair]) -> Iterator[tuple]:
+    """The offsets' rows. The hot path: a clean row costs five cheap string checks."""
+    limit, nul = sanitize.KEY_LIMIT_CHARS, sanitize.NUL
     for o in batch.offsets:
+        group, topic, metadata = o.group, o.topic, o.metadata
+        if (
+            nul in group
+            or nul in topic
+            or len(group) > limit
+            or len(topic) > limit
+            or (metadata is not None and nul in metadata)
+        ):
+            o = sanitize.offset_commit(o, repairs)
+            group, topic, metadata = o.group, o.topic, o.metadata
         yield (
-            o.group,
-            o.topic,
+            group,
+            topic,
             o.partition,
             o.offset,
             o.leader_epoch,
-            o.metadata,
+            metadata,
             o.commit_time,
             o.expire_time,
             o.source_partition,

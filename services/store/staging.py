@@ -165,3 +165,16 @@ DECODE_FAILURES = CopyTable(
         ("category", "text"),
     ),
 )
+
+REPAIRS = CopyTable(
+    "stage_repairs",
+    (
+        ("source_partition", "int4"),
+        ("source_offset", "int8"),
+        ("field", "text"),
+        ("reason", "text"),
+        ("original", "bytea"),
+        ("original_ms", "int8"),
+        ("stored", "text"),
+    ),
+)
