@@ -41,7 +41,7 @@ from services.exporter.exposition import ExporterStats, Options, Rendered, prepa
 from services.exporter.lag import Fetch, LagResult, OffsetHistory
 from services.exporter.server import BoundedHTTPServer
 from services.exporter.snapshot import Offsets, PipelineRow, StoreSnapshot, read_snapshot
-from services.store.errors import StoreError
+from services.store.errors import SchemaOutdatedError, StoreError
 from services.store.migrate import head_revision
 
 log = logging.getLogger("groupscope.exporter")
@@ -134,9 +134,15 @@ class Exporter:
                 datetime.fromtimestamp(now, UTC),
                 self.schema,
             )
-        except StoreError as exc:
+        except SchemaOutdatedError as exc:
             self.stats.refresh_errors += 1
             self._set_readiness(Readiness(False, str(exc)))
+            return False
+        except StoreError as exc:
+            # The message varies within one outage (a dropped connection, then refused
+            # ones): the state is "unavailable", logged once with its first message.
+            self.stats.refresh_errors += 1
+            self._set_readiness(Readiness(False, str(exc), type(exc).__name__))
             return False
         lag = self._lag(snapshot, now)
         self.stats.refresh_seconds = time.perf_counter() - started
@@ -250,10 +256,12 @@ class Exporter:
         return f"http://{shown}:{self.port}/metrics"
 
     def stop(self) -> None:
+        """Stop serving and refreshing; calling it again does nothing."""
         self._stop.set()
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
+        server, self._server = self._server, None
+        if server is not None:
+            server.shutdown()
+            server.server_close()
         if self._loop is not None:
             self._loop.join(timeout=30)
 

@@ -168,9 +168,10 @@ class BoundedHTTPServer(HTTPServer):
             return len(self._idle) + len(self._busy)
 
     def shutdown(self) -> None:
-        """Stop the accept loop and wait for the requests in progress."""
-        self._stopping.set()
-        self._wake_w.send(b"x")
+        """Stop the accept loop and wait for the requests in progress (idempotent)."""
+        if not self._stopping.is_set():
+            self._stopping.set()
+            self._wake_w.send(b"x")
         if self._pool is not None:
             self._stopped.wait()
 

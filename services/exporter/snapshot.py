@@ -236,7 +236,8 @@ def read_snapshot(
                 pipeline = [PipelineRow(*row) for row in cur.fetchall()]
                 offsets = _read_offsets(cur)
     except (psycopg.Error, DBAPIError, OSError) as exc:
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        cause = exc.orig if isinstance(exc, DBAPIError) and exc.orig is not None else exc
+        first = (str(cause).strip().splitlines() or [type(cause).__name__])[0]
         raise StoreUnavailableError(f"the history store could not be read: {first}") from exc
     return StoreSnapshot(now.timestamp(), groups, totals, last, failures, pipeline, offsets)
 
