@@ -68,6 +68,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--http-timeout",
+        metavar="DURATION",
         default=env("GROUPSCOPE_EXPORTER_HTTP_TIMEOUT", "10s"),
         help="a client must send its request, and take the response, within this; "
         "idle connections are closed after it (env GROUPSCOPE_EXPORTER_HTTP_TIMEOUT; "
@@ -75,6 +76,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--max-connections",
+        metavar="N",
         type=int,
         default=env("GROUPSCOPE_EXPORTER_MAX_CONNECTIONS", "64"),
         help="open HTTP connections at most; beyond it the oldest idle one is closed "
@@ -90,6 +92,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--connect-timeout",
+        metavar="DURATION",
         default=env("GROUPSCOPE_DATABASE_CONNECT_TIMEOUT", "5s"),
         help="give up a connection attempt to the database after this, so that a "
         "refresh fails (and counts) instead of hanging while the database host is "
@@ -98,6 +101,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--source-stale-after",
+        metavar="DURATION",
         default=env("GROUPSCOPE_SOURCE_STALE_AFTER", "10m"),
         help="a source of the streaming job that has not reported for this long (a job "
         "that ended or moved to another source) no longer counts for /readyz and is "

@@ -112,7 +112,7 @@ class Rendered:
             heads, times = self.since[name]
             ages = np.round(np.maximum(now - times, 0.0), 3).tolist()
             out.append(_head(BY_NAME[PREFIX + name]))
-            out.extend(f"{h} {number(a)}\n" for h, a in zip(heads, ages, strict=True))
+            out.extend(f"{h} {a}\n" for h, a in zip(heads, ages, strict=True))  # finite floats
         heads, updated = self.since["pipeline_status_age_seconds"]
         stale = BY_NAME[PREFIX + "pipeline_stale"]
         prefix = len(PREFIX + "pipeline_status_age_seconds")
