@@ -237,8 +237,8 @@ class Exporter:
         threading.Thread(target=self._server.serve_forever, name="http", daemon=True).start()
         self._loop = threading.Thread(target=self._run, name="refresh", daemon=True)
         self._loop.start()
-        if wait:
-            self._first_refresh.wait()
+        while wait and not self._first_refresh.wait(0.5) and self._loop.is_alive():
+            pass
 
     @property
     def port(self) -> int:
