@@ -62,6 +62,8 @@ class ExporterConfig:
     http_timeout_s: float = 10.0
     max_connections: int = 64
     http_workers: int = 4
+    # A refresh still waiting on the store after this (or two intervals) counts as failed.
+    stall_s: float = 30.0
 
 
 EMPTY = prepare(StoreSnapshot(0.0, [], {}, {}, [], [], Offsets()), None, Options())
@@ -215,9 +217,36 @@ class Exporter:
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            self.refresh()
+            attempt = threading.Thread(target=self.refresh, name="refresh-attempt", daemon=True)
+            attempt.start()
+            self._watch(attempt)
             self._first_refresh.set()
             self._stop.wait(self.config.interval_s)
+
+    def _watch(self, attempt: threading.Thread) -> None:
+        """Wait for a refresh, counting each `stall_s` it hangs as a failed refresh.
+
+        Connecting is bounded by the engine's connect timeout, but a query to a database
+        that froze (a paused VM, a partition that drops packets) waits for TCP to give
+        up, or forever on a Unix socket: meanwhile the errors count and /readyz says so.
+        """
+        started = time.monotonic()
+        stall = max(self.config.stall_s, 2 * self.config.interval_s)
+        deadline = started + stall
+        while attempt.is_alive() and not self._stop.is_set():
+            attempt.join(0.5)
+            if attempt.is_alive() and time.monotonic() >= deadline:
+                deadline += stall
+                self.stats.refresh_errors += 1
+                waited = _duration(time.monotonic() - started)
+                self._set_readiness(
+                    Readiness(
+                        False,
+                        f"the history store has not answered a refresh for {waited}",
+                        "stalled",
+                    )
+                )
+                self._first_refresh.set()
 
     # -- serving ------------------------------------------------------------------------
     def start(self, wait: bool = True) -> None:

@@ -229,6 +229,38 @@ def test_a_database_outage_counts_errors_moves_the_ages_and_recovers(
     assert outage >= 3
 
 
+def test_a_frozen_database_counts_as_failed_refreshes_until_it_thaws(
+    own_postgres: EmbeddedPostgres, data_dir: Path, tmp_path: Path
+) -> None:
+    """SIGSTOP on every process of the server: a paused VM. The exporter's pooled
+    connection waits forever on its socket; the refresh loop must notice."""
+    import psutil
+
+    url = own_postgres.uri()
+    upgrade(url)
+    seed(url, caught_up())
+    postmaster = psutil.Process(int((data_dir / "pg" / "postmaster.pid").read_text().split()[0]))
+    with exporter(tmp_path, "--database-url", url, "--interval", "0.5s") as running:
+        wait_for(lambda: running.get("/readyz")[0] == 200, 30, "ready before the freeze")
+        frozen = [postmaster, *postmaster.children(recursive=True)]
+        for process in frozen:
+            process.suspend()
+        try:
+            before = running.metrics()[ERRORS]
+            # A refresh counts as failed once it has waited 30 s (the stall limit).
+            _status, reason = wait_for(
+                lambda: (r := running.get("/readyz"))[0] == 503 and r, 45, "unready when frozen"
+            )
+            assert "the history store has not answered a refresh for 3" in reason
+            assert running.metrics()[ERRORS] == before + 1
+            assert running.get("/healthz")[0] == 200
+        finally:
+            for process in frozen:
+                process.resume()
+        wait_for(lambda: running.get("/readyz")[0] == 200, 30, "ready after the thaw")
+    assert "not ready: the history store has not answered" in running.log.read_text()
+
+
 class BlackHole:
     """A TCP server that accepts connections and never says a word: a hung database."""
 
