@@ -115,7 +115,8 @@ class BoundedHTTPServer(HTTPServer):
             with self._lock:
                 full = len(self._idle) + len(self._busy) >= self.max_connections
             if full and self._idle:
-                oldest, _ = self._idle.popitem(last=False)
+                with self._lock:
+                    oldest, _ = self._idle.popitem(last=False)
                 selector.unregister(oldest)
                 self._close(oldest)
             elif full:
