@@ -4,14 +4,21 @@ Every `interval` the refresh loop reads a snapshot of the history store, polls t
 log-end offsets of every committed partition from Kafka, computes lag, and renders the
 exposition once (plain and gzip). Scrapes are served from those bytes, so a scrape
 never waits for the database or the cluster, and costs the same with 10 groups or
-10,000. If the store or the cluster is unreachable, the previous metrics stay up and
-the error counters grow.
+10,000. Only the families that follow the clock (seconds since a stored time, the
+exporter's own counters) are rendered per scrape.
+
+The server starts before the store is there. If the store is unreachable or not
+migrated (at start or later), the previous metrics stay up, the "seconds since" gauges
+keep moving, `groupscope_exporter_refresh_errors_total` counts every failed refresh,
+and /readyz says why; the loop retries every interval, each attempt bounded by the
+engine's connect timeout. Each change of state is logged once.
 
 - `/metrics`: the exposition (gzip when the scraper accepts it), plus the process
   metrics of prometheus-client's ProcessCollector under `groupscope_exporter_`.
 - `/healthz`: 200 while the refresh loop is alive (liveness).
-- `/readyz`: 200 once a refresh has succeeded and the streaming job reports that it has
-  caught up with `__consumer_offsets`; 503 with the reason otherwise.
+- `/readyz`: 200 once a refresh has succeeded and every live source of the streaming
+  job (one that reported within `source_stale_after_s`) has caught up with
+  `__consumer_offsets` and is not degraded; 503 with the reason otherwise.
 """
 
 from __future__ import annotations
@@ -21,19 +28,21 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import numpy as np
 from prometheus_client import CollectorRegistry, ProcessCollector, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from sqlalchemy import Engine
 
-from services.exporter.exposition import ExporterStats, Options, render
+from services.exporter.exposition import ExporterStats, Options, Rendered, prepare
 from services.exporter.lag import Fetch, LagResult, OffsetHistory
-from services.exporter.snapshot import StoreSnapshot, read_snapshot
-from services.store.errors import StoreError
+from services.exporter.server import BoundedHTTPServer
+from services.exporter.snapshot import Offsets, PipelineRow, StoreSnapshot, read_snapshot
+from services.store.errors import SchemaOutdatedError, StoreError
+from services.store.migrate import head_revision
 
 log = logging.getLogger("groupscope.exporter")
 
@@ -47,21 +56,41 @@ class ExporterConfig:
     storm_window_s: float = 600.0
     per_partition: bool = False
     history_depth: int = 16
+    # A source whose status is older than this does not count for readiness.
+    source_stale_after_s: float = 600.0
+    # HTTP: a request must arrive (and a response be written) within the timeout.
+    http_timeout_s: float = 10.0
+    max_connections: int = 64
+    http_workers: int = 4
+    # A refresh still waiting on the store after this (or two intervals) counts as failed.
+    stall_s: float = 30.0
+
+
+EMPTY = prepare(StoreSnapshot(0.0, [], {}, {}, [], [], Offsets()), None, Options())
 
 
 @dataclass
 class Exposition:
-    """What every scrape gets until the next refresh."""
+    """What every scrape gets until the next refresh (plus the clocked families)."""
 
-    plain: bytes = b""
-    gzipped: bytes = b""
-    samples: int = 0
+    plain: bytes = EMPTY.static
+    gzipped: bytes = gzip.compress(EMPTY.static, 1)
+    rendered: Rendered = field(default_factory=lambda: EMPTY)
+
+    @property
+    def samples(self) -> int:
+        return self.rendered.samples
 
 
-@dataclass
+@dataclass(frozen=True)
 class Readiness:
     ready: bool = False
     reason: str = "no refresh has completed yet"
+    state: str = ""  # what a change of state is judged by when the reason carries numbers
+
+    @property
+    def key(self) -> str:
+        return self.state or self.reason
 
 
 class Exporter:
@@ -82,12 +111,17 @@ class Exporter:
         self.stats = ExporterStats()
         self.exposition = Exposition()
         self.readiness = Readiness()
-        self.options = Options(config.per_partition, config.storm_rebalances)
+        self.options = Options(
+            config.per_partition, config.storm_rebalances, config.source_stale_after_s
+        )
+        self.schema = head_revision()
+        self.sources: dict[str, tuple[bool, str | None]] = {}  # source: (stale, degraded)
+        self._first_refresh = threading.Event()
         self.process = CollectorRegistry(auto_describe=True)
         ProcessCollector(namespace="groupscope_exporter", registry=self.process)
         self._stop = threading.Event()
         self._loop: threading.Thread | None = None
-        self._server: ThreadingHTTPServer | None = None
+        self._server: BoundedHTTPServer | None = None
         self._lock = threading.Lock()
 
     # -- refreshing ---------------------------------------------------------------------
@@ -97,21 +131,69 @@ class Exporter:
         now = self.clock()
         try:
             snapshot = read_snapshot(
-                self.engine, self.config.storm_window_s, datetime.fromtimestamp(now, UTC)
+                self.engine,
+                self.config.storm_window_s,
+                datetime.fromtimestamp(now, UTC),
+                self.schema,
             )
-        except StoreError as exc:
+        except SchemaOutdatedError as exc:
             self.stats.refresh_errors += 1
-            self.readiness = Readiness(False, str(exc))
-            log.warning("%s", exc)
+            self._set_readiness(Readiness(False, str(exc)))
+            return False
+        except StoreError as exc:
+            # The message varies within one outage (a dropped connection, then refused
+            # ones): the state is "unavailable", logged once with its first message.
+            self.stats.refresh_errors += 1
+            self._set_readiness(Readiness(False, str(exc), type(exc).__name__))
             return False
         lag = self._lag(snapshot, now)
         self.stats.refresh_seconds = time.perf_counter() - started
         self.stats.last_refresh = now
-        plain, samples = render(snapshot, lag, self.stats, self.options)
+        rendered = prepare(snapshot, lag, self.options)
         with self._lock:
-            self.exposition = Exposition(plain, gzip.compress(plain, 1), samples)
-        self.readiness = _readiness(snapshot)
+            self.exposition = Exposition(
+                rendered.static, gzip.compress(rendered.static, 1), rendered
+            )
+        self._note_sources(snapshot)
+        self._set_readiness(_readiness(snapshot, self.config.source_stale_after_s))
         return True
+
+    def _set_readiness(self, readiness: Readiness) -> None:
+        """Keep the readiness; log it when its state changed (not on every refresh)."""
+        previous, self.readiness = self.readiness, readiness
+        if readiness.key == previous.key:
+            return
+        if readiness.ready:
+            log.info("ready: %s", readiness.reason)
+        else:
+            log.warning("not ready: %s", readiness.reason)
+
+    def _note_sources(self, snapshot: StoreSnapshot) -> None:
+        """Log each source turning stale or degraded, and back, once."""
+        stale_after = self.config.source_stale_after_s
+        seen: dict[str, tuple[bool, str | None]] = {}
+        for p in snapshot.pipeline:
+            stale = snapshot.taken_at - p.updated_at > stale_after
+            degraded = (p.degraded_reason or "no reason given") if p.degraded else None
+            seen[p.source] = (stale, degraded)
+            was_stale, was_degraded = self.sources.get(p.source, (False, None))
+            if stale and not was_stale:
+                log.warning(
+                    "source %s has not reported for %s (--source-stale-after %s): it no "
+                    "longer counts for /readyz; 'groupscope db forget-source %s' removes it",
+                    p.source,
+                    _duration(snapshot.taken_at - p.updated_at),
+                    _duration(stale_after),
+                    p.source,
+                )
+            elif was_stale and not stale:
+                log.info("source %s reports again", p.source)
+            if degraded != was_degraded:
+                if degraded is None:
+                    log.info("source %s is no longer degraded", p.source)
+                else:
+                    log.warning("source %s is degraded: %s", p.source, degraded)
+        self.sources = seen
 
     def _lag(self, snapshot: StoreSnapshot, now: float) -> LagResult | None:
         if self.fetch_log_end is None:
@@ -135,19 +217,57 @@ class Exporter:
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            self.refresh()
+            attempt = threading.Thread(target=self.refresh, name="refresh-attempt", daemon=True)
+            attempt.start()
+            self._watch(attempt)
+            self._first_refresh.set()
             self._stop.wait(self.config.interval_s)
 
+    def _watch(self, attempt: threading.Thread) -> None:
+        """Wait for a refresh, counting each `stall_s` it hangs as a failed refresh.
+
+        Connecting is bounded by the engine's connect timeout, but a query to a database
+        that froze (a paused VM, a partition that drops packets) waits for TCP to give
+        up, or forever on a Unix socket: meanwhile the errors count and /readyz says so.
+        """
+        started = time.monotonic()
+        stall = max(self.config.stall_s, 2 * self.config.interval_s)
+        deadline = started + stall
+        while attempt.is_alive() and not self._stop.is_set():
+            attempt.join(0.5)
+            if attempt.is_alive() and time.monotonic() >= deadline:
+                deadline += stall
+                self.stats.refresh_errors += 1
+                waited = _duration(time.monotonic() - started)
+                self._set_readiness(
+                    Readiness(
+                        False,
+                        f"the history store has not answered a refresh for {waited}",
+                        "stalled",
+                    )
+                )
+                self._first_refresh.set()
+
     # -- serving ------------------------------------------------------------------------
-    def start(self) -> None:
-        """Refresh once, then serve and keep refreshing in background threads."""
-        self.refresh()
-        handler = _handler(self)
-        self._server = ThreadingHTTPServer((self.config.host, self.config.port), handler)
-        self._server.daemon_threads = True
+    def start(self, wait: bool = True) -> None:
+        """Serve, then refresh in a background loop; with `wait`, return once the first
+        refresh has been tried (it may have failed: the loop retries).
+
+        Raises `OSError` when the address cannot be listened on.
+        """
+        c = self.config
+        self._server = BoundedHTTPServer(
+            (c.host, c.port),
+            _handler(self),
+            workers=c.http_workers,
+            max_connections=c.max_connections,
+            timeout=c.http_timeout_s,
+        )
         threading.Thread(target=self._server.serve_forever, name="http", daemon=True).start()
         self._loop = threading.Thread(target=self._run, name="refresh", daemon=True)
         self._loop.start()
+        while wait and not self._first_refresh.wait(0.5) and self._loop.is_alive():
+            pass
 
     @property
     def port(self) -> int:
@@ -160,13 +280,17 @@ class Exporter:
         """Where to scrape, as a person on this machine would open it."""
         host = self.config.host
         shown = "localhost" if host in ("0.0.0.0", "::", "") else host
+        if ":" in shown:
+            shown = f"[{shown}]"  # an IPv6 address
         return f"http://{shown}:{self.port}/metrics"
 
     def stop(self) -> None:
+        """Stop serving and refreshing; calling it again does nothing."""
         self._stop.set()
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
+        server, self._server = self._server, None
+        if server is not None:
+            server.shutdown()
+            server.server_close()
         if self._loop is not None:
             self._loop.join(timeout=30)
 
@@ -182,21 +306,69 @@ class Exporter:
         """The body for a scrape and whether it is gzipped."""
         with self._lock:
             current = self.exposition
-        process = generate_latest(self.process)
+        live = current.rendered.clocked(self.stats, self.clock()) + generate_latest(self.process)
         if accept_gzip:
-            return current.gzipped + gzip.compress(process, 1), True
-        return current.plain + process, False
+            return current.gzipped + gzip.compress(live, 1), True
+        return current.plain + live, False
 
 
-def _readiness(snapshot: StoreSnapshot) -> Readiness:
+def _readiness(snapshot: StoreSnapshot, stale_after_s: float) -> Readiness:
+    """Ready when every live source (one that reported within `stale_after_s`) has
+    caught up and is not degraded; sources that stopped reporting do not count."""
     if not snapshot.pipeline:
         return Readiness(False, "the streaming job has not reported yet (no pipeline_status)")
-    behind = [p for p in snapshot.pipeline if not p.caught_up]
+    now = snapshot.taken_at
+    live: list[PipelineRow] = []
+    stale: list[str] = []
+    for p in snapshot.pipeline:
+        if now - p.updated_at > stale_after_s:
+            stale.append(p.source)
+        else:
+            live.append(p)
+    if not live:
+        age = min(now - p.updated_at for p in snapshot.pipeline)
+        return Readiness(
+            False,
+            f"no source of the streaming job has reported for {_duration(age)} "
+            f"(--source-stale-after {_duration(stale_after_s)}): is the job running?",
+            "stale",
+        )
+    degraded = [p for p in live if p.degraded]
+    if degraded:
+        first = degraded[0]
+        since = ""
+        if first.degraded_since is not None:
+            since = f" since {datetime.fromtimestamp(first.degraded_since, UTC):%Y-%m-%d %H:%M:%SZ}"
+        return Readiness(
+            False,
+            f"the streaming job is degraded on {first.source}{since}: "
+            f"{first.degraded_reason or 'no reason given'}",
+        )
+    behind = [p for p in live if not p.caught_up]
     if behind:
         first = behind[0]
         count = "" if first.records_behind is None else f", {first.records_behind} records behind"
-        return Readiness(False, f"the streaming job is catching up on {first.source}{count}")
-    return Readiness(True, "the streaming job has caught up")
+        return Readiness(
+            False,
+            f"the streaming job is catching up on {first.source}{count}",
+            f"catching up on {first.source}",
+        )
+    ignored = ""
+    if stale:
+        ignored = (
+            f" (not counted, no report for over {_duration(stale_after_s)}: {', '.join(stale)})"
+        )
+    return Readiness(True, "the streaming job has caught up" + ignored)
+
+
+def _duration(seconds: float) -> str:
+    """`42s`, `10m`, `3h5m`: how long, for a person."""
+    s = int(seconds)
+    if s < 120:
+        return f"{s}s"
+    if s < 7200:
+        return f"{s // 60}m" + (f"{s % 60}s" if s % 60 else "")
+    return f"{s // 3600}h" + (f"{s % 3600 // 60}m" if s % 3600 // 60 else "")
 
 
 def _handler(exporter: Exporter) -> type[BaseHTTPRequestHandler]:

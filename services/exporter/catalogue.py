@@ -234,6 +234,28 @@ METRICS: tuple[Metric, ...] = (
         SOURCE,
         "Seconds since the streaming job last reported its status; grows when the job is down.",
     ),
+    Metric(
+        "pipeline_stale",
+        "gauge",
+        SOURCE,
+        "1 when the source has not reported for more than --source-stale-after (a job "
+        "run that ended or moved to another source); it no longer counts for /readyz. "
+        "`groupscope db forget-source` removes it.",
+    ),
+    Metric(
+        "pipeline_degraded",
+        "gauge",
+        SOURCE,
+        "1 while the streaming job reports that it cannot work normally on the source "
+        "(the reason is in /readyz and the exporter's log), else 0.",
+    ),
+    Metric(
+        "pipeline_log_resets_total",
+        "counter",
+        SOURCE,
+        "Times a partition of the source restarted below the offset the job had read "
+        "(the offsets topic recreated, the cluster replaced).",
+    ),
     # The exporter itself.
     Metric(
         "exporter_refresh_duration_seconds",
@@ -251,8 +273,8 @@ METRICS: tuple[Metric, ...] = (
         "exporter_refresh_errors_total",
         "counter",
         (),
-        "Refreshes that failed (the history store was unreachable); the previous "
-        "metrics are served meanwhile.",
+        "Refreshes that failed (the history store was unreachable or not migrated), "
+        "counted as each fails; the previous metrics are served meanwhile.",
     ),
     Metric(
         "exporter_lag_poll_duration_seconds",

@@ -11,7 +11,15 @@ EPILOG = """\
 endpoints:
   /metrics   every groupscope_* metric (see the README's metric reference)
   /healthz   200 while the exporter's refresh loop runs
-  /readyz    200 once the streaming job has caught up with __consumer_offsets
+  /readyz    200 once the streaming job has caught up with __consumer_offsets on every
+             source that reported within --source-stale-after, none of them degraded;
+             503 with the reason otherwise
+
+outages:
+  The exporter starts and serves even when the database is unreachable or not yet
+  migrated (/readyz says which), and retries every --interval. Meanwhile the last
+  metrics stay up, the "seconds since" gauges keep moving and
+  groupscope_exporter_refresh_errors_total counts each failed refresh.
 
 lag:
   With --bootstrap-servers, the exporter polls the log-end offset of every partition a
@@ -49,8 +57,30 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--host",
+        "--listen",
+        dest="host",
+        metavar="ADDRESS",
         default=env("GROUPSCOPE_EXPORTER_HOST", "0.0.0.0"),
-        help="address to listen on (default 0.0.0.0)",
+        help="address to listen on, IPv4 or IPv6 (env GROUPSCOPE_EXPORTER_HOST; default "
+        "0.0.0.0, every IPv4 interface, because Prometheus usually scrapes from another "
+        "host or container; 127.0.0.1 keeps it on this machine, :: listens on IPv6 too)",
+    )
+    parser.add_argument(
+        "--http-timeout",
+        metavar="DURATION",
+        default=env("GROUPSCOPE_EXPORTER_HTTP_TIMEOUT", "10s"),
+        help="a client must send its request, and take the response, within this; "
+        "idle connections are closed after it (env GROUPSCOPE_EXPORTER_HTTP_TIMEOUT; "
+        "default 10s, Prometheus's default scrape timeout)",
+    )
+    parser.add_argument(
+        "--max-connections",
+        metavar="N",
+        type=int,
+        default=env("GROUPSCOPE_EXPORTER_MAX_CONNECTIONS", "64"),
+        help="open HTTP connections at most; beyond it the oldest idle one is closed "
+        "(env GROUPSCOPE_EXPORTER_MAX_CONNECTIONS; default 64). Requests are served by "
+        "4 threads, whatever the number of connections",
     )
     add_kafka_arguments(parser, " to poll log-end offsets from (optional)")
     add_database_url_argument(parser)
@@ -58,6 +88,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--interval",
         default=env("GROUPSCOPE_EXPORTER_INTERVAL", "15s"),
         help="how often to refresh from the store and poll log-end offsets (default 15s)",
+    )
+    parser.add_argument(
+        "--connect-timeout",
+        metavar="DURATION",
+        default=env("GROUPSCOPE_DATABASE_CONNECT_TIMEOUT", "5s"),
+        help="give up a connection attempt to the database after this, so that a "
+        "refresh fails (and counts) instead of hanging while the database host is "
+        "unreachable (env GROUPSCOPE_DATABASE_CONNECT_TIMEOUT; default 5s; whole "
+        "seconds, at least 2, as libpq counts them)",
+    )
+    parser.add_argument(
+        "--source-stale-after",
+        metavar="DURATION",
+        default=env("GROUPSCOPE_SOURCE_STALE_AFTER", "10m"),
+        help="a source of the streaming job that has not reported for this long (a job "
+        "that ended or moved to another source) no longer counts for /readyz and is "
+        "marked groupscope_pipeline_stale (env GROUPSCOPE_SOURCE_STALE_AFTER; default "
+        "10m; a running job reports at least every 15s)",
     )
     parser.add_argument(
         "--storm-rebalances",
@@ -97,6 +145,8 @@ def config_from(args: argparse.Namespace):  # -> ExporterConfig
         raise UsageError("--storm-rebalances must be at least 1")
     if args.lag_history < 2:
         raise UsageError("--lag-history must be at least 2")
+    if args.max_connections < 1:
+        raise UsageError("--max-connections must be at least 1")
     return ExporterConfig(
         host=args.host,
         port=args.port,
@@ -105,7 +155,23 @@ def config_from(args: argparse.Namespace):  # -> ExporterConfig
         storm_window_s=seconds_flag("--storm-window", args.storm_window),
         per_partition=args.per_partition,
         history_depth=args.lag_history,
+        source_stale_after_s=seconds_flag("--source-stale-after", args.source_stale_after),
+        http_timeout_s=seconds_flag("--http-timeout", args.http_timeout),
+        max_connections=args.max_connections,
     )
+
+
+def connect_timeout(args: argparse.Namespace) -> int:
+    """--connect-timeout in libpq's whole seconds (UsageError below 2)."""
+    import math
+
+    from services.cli import UsageError
+    from services.durations import seconds_flag
+
+    seconds = math.ceil(seconds_flag("--connect-timeout", args.connect_timeout))
+    if seconds < 2:
+        raise UsageError(f"--connect-timeout must be at least 2s, got {args.connect_timeout!r}")
+    return seconds
 
 
 def run(args: argparse.Namespace) -> int:
@@ -121,9 +187,9 @@ def _serve(args: argparse.Namespace) -> int:
     from services.exporter.lag import LogEndPoller
     from services.kafka_options import kafka_config, redact
     from services.store.database import create_store_engine, database_url, redacted
-    from services.store.migrate import require_head
 
     config = config_from(args)
+    timeout = connect_timeout(args)
     client = kafka_config(args)
     logging.basicConfig(
         level=logging.WARNING, stream=sys.stderr, format="%(asctime)s %(name)s %(message)s"
@@ -135,9 +201,8 @@ def _serve(args: argparse.Namespace) -> int:
         logging.getLogger("groupscope.exporter").info("lag from %s", redact(client))
         fetch = LogEndPoller(client)
     with database_url(args.database_url) as url:
-        engine = create_store_engine(url)
+        engine = create_store_engine(url, connect_args={"connect_timeout": timeout})
         try:
-            require_head(engine)
             exporter = Exporter(config, engine, fetch)
             try:
                 exporter.start()
@@ -150,7 +215,9 @@ def _serve(args: argparse.Namespace) -> int:
             print(
                 f"groupscope exporter: {exporter.metrics_url} "
                 f"({exporter.exposition.samples} samples; store {redacted(url)}; "
-                f"lag {'from ' + args.bootstrap_servers if fetch else 'off'})",
+                f"lag {'from ' + args.bootstrap_servers if fetch else 'off'}; "
+                f"{'ready' if exporter.readiness.ready else 'not ready'}: "
+                f"{exporter.readiness.reason})",
                 file=sys.stderr,
                 flush=True,
             )

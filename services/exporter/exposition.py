@@ -1,7 +1,10 @@
 """Render a store snapshot and the lag into Prometheus text exposition format (0.0.4).
 
 The exporter renders once per refresh and serves the same bytes to every scrape, so a
-scrape of 10,000 groups costs a memory copy, not 150,000 samples' formatting. Names,
+scrape of 10,000 groups costs a memory copy, not 150,000 samples' formatting. Only the
+families that follow the clock (seconds since a stored time, staleness, the exporter's
+own counters) are rendered per scrape, from the last snapshot's timestamps: they keep
+moving, and the refresh errors keep counting, while the store is unreachable. Names,
 types, labels and help come from `services.exporter.catalogue`; the output is checked
 against prometheus-client's parser in the tests and scraped by a real Prometheus.
 """
@@ -20,6 +23,23 @@ from services.exporter.snapshot import StoreSnapshot
 
 Sample = tuple[str, float | int]  # (rendered label set, value)
 SERIES = BY_NAME[PREFIX + "exporter_series"]
+
+# Seconds since a stored timestamp, per label set: rendered at scrape time.
+AGES = (
+    "group_state_seconds",
+    "group_seconds_since_last_rebalance",
+    "group_seconds_since_last_commit",
+    "pipeline_status_age_seconds",
+)
+EXPORTER = (
+    "exporter_refresh_duration_seconds",
+    "exporter_last_refresh_timestamp_seconds",
+    "exporter_refresh_errors_total",
+    "exporter_lag_poll_duration_seconds",
+    "exporter_lag_poll_errors_total",
+    "exporter_lag_partitions",
+)
+CLOCKED = frozenset((*AGES, "pipeline_stale", *EXPORTER, SERIES.name))
 
 
 def escape(value: str) -> str:
@@ -61,6 +81,50 @@ class ExporterStats:
 class Options:
     per_partition: bool = False
     storm_rebalances: int = 5
+    source_stale_after_s: float = 600.0
+
+
+@dataclass
+class Rendered:
+    """One refresh's exposition: the bytes every scrape shares, and what the clocked
+    families are computed from at scrape time."""
+
+    static: bytes
+    static_samples: int
+    # family name -> (the heads of its sample lines, the Unix times they count from)
+    since: dict[str, tuple[list[str], np.ndarray]]
+    stale_after_s: float
+
+    @property
+    def clocked_samples(self) -> int:
+        statuses = len(self.since["pipeline_status_age_seconds"][0])
+        ages = sum(len(heads) for heads, _ in self.since.values())
+        return ages + statuses + len(EXPORTER) + 1
+
+    @property
+    def samples(self) -> int:
+        return self.static_samples + self.clocked_samples
+
+    def clocked(self, stats: ExporterStats, now: float) -> bytes:
+        """The clocked families' text as of `now`."""
+        out: list[str] = []
+        for name in AGES:
+            heads, times = self.since[name]
+            ages = np.round(np.maximum(now - times, 0.0), 3).tolist()
+            out.append(_head(BY_NAME[PREFIX + name]))
+            out.extend(f"{h} {a}\n" for h, a in zip(heads, ages, strict=True))  # finite floats
+        heads, updated = self.since["pipeline_status_age_seconds"]
+        stale = BY_NAME[PREFIX + "pipeline_stale"]
+        prefix = len(PREFIX + "pipeline_status_age_seconds")
+        out.append(_head(stale))
+        out.extend(
+            f"{stale.full_name}{h[prefix:]} {int(s)}\n"
+            for h, s in zip(heads, (now - updated > self.stale_after_s).tolist(), strict=True)
+        )
+        for name, value in zip(EXPORTER, _stats_values(stats), strict=True):
+            out.append(_family_text(BY_NAME[PREFIX + name], [("", value)]))
+        out.append(_family_text(SERIES, [("", self.samples)]))
+        return "".join(out).encode("utf-8")
 
 
 def render(
@@ -69,31 +133,81 @@ def render(
     stats: ExporterStats,
     options: Options,
 ) -> tuple[bytes, int]:
-    """The exposition text and its sample count."""
-    families = _families(snapshot, lag, stats, options)
+    """The exposition text as of the snapshot's time, and its sample count."""
+    rendered = prepare(snapshot, lag, options)
+    return rendered.static + rendered.clocked(stats, snapshot.taken_at), rendered.samples
+
+
+def prepare(snapshot: StoreSnapshot, lag: LagResult | None, options: Options) -> Rendered:
+    """Render every family that does not follow the clock; keep the rest's timestamps."""
+    families = _families(snapshot, lag, options)
     out: list[str] = []
     count = 0
     for metric in METRICS:
-        if (metric.per_partition and not options.per_partition) or metric is SERIES:
+        if (metric.per_partition and not options.per_partition) or metric.name in CLOCKED:
             continue
         samples = families[metric.name]
         out.append(_family_text(metric, samples))
         count += len(samples)
-    count += 1  # this one
-    out.append(_family_text(SERIES, [("", count)]))
-    return "".join(out).encode("utf-8"), count
+    return Rendered(
+        "".join(out).encode("utf-8"),
+        count,
+        _since(snapshot),
+        options.source_stale_after_s,
+    )
+
+
+def _head(metric: Metric) -> str:
+    return f"# HELP {metric.full_name} {metric.help}\n# TYPE {metric.full_name} {metric.kind}\n"
+
+
+def _stats_values(stats: ExporterStats) -> tuple[float | int, ...]:
+    """The exporter's own values, in the order of EXPORTER."""
+    return (
+        stats.refresh_seconds,
+        stats.last_refresh,
+        stats.refresh_errors,
+        stats.lag_poll_seconds,
+        stats.lag_poll_errors,
+        stats.lag_partitions,
+    )
+
+
+def _since(snap: StoreSnapshot) -> dict[str, tuple[list[str], np.ndarray]]:
+    """Per age family, the sample line heads and the stored times they count from."""
+    found: dict[str, tuple[list[str], list[float]]] = {name: ([], []) for name in AGES}
+
+    def add(name: str, label_text: str, time: float) -> None:
+        heads, times = found[name]
+        heads.append(PREFIX + name + label_text)
+        times.append(time)
+
+    for g in snap.groups:
+        gl = f'{{group="{escape(g.name)}"}}'
+        since = g.state_since
+        if since is not None:
+            add("group_state_seconds", gl, since)
+        last = snap.last_rebalances.get(g.name)
+        if last is not None:
+            add("group_seconds_since_last_rebalance", gl, last.time)
+        if g.last_commit is not None:
+            add("group_seconds_since_last_commit", gl, g.last_commit)
+    for p in snap.pipeline:
+        add("pipeline_status_age_seconds", labels(source=p.source), p.updated_at)
+    return {
+        name: (heads, np.array(times, dtype=np.float64)) for name, (heads, times) in found.items()
+    }
 
 
 def _family_text(metric: Metric, samples: Iterable[Sample]) -> str:
-    head = f"# HELP {metric.full_name} {metric.help}\n# TYPE {metric.full_name} {metric.kind}\n"
-    return head + "".join(f"{metric.full_name}{ls} {number(v)}\n" for ls, v in samples)
+    return _head(metric) + "".join(f"{metric.full_name}{ls} {number(v)}\n" for ls, v in samples)
 
 
 def _families(
-    snap: StoreSnapshot, lag: LagResult | None, stats: ExporterStats, options: Options
+    snap: StoreSnapshot, lag: LagResult | None, options: Options
 ) -> dict[str, list[Sample]]:
+    """The samples of every family that does not follow the clock (see `_since`)."""
     f: dict[str, list[Sample]] = {m.name: [] for m in METRICS}
-    now = snap.taken_at
     for g in snap.groups:
         gl = f'{{group="{escape(g.name)}"}}'
         state = g.current_state
@@ -113,9 +227,6 @@ def _families(
             f["group_generation"].append((gl, g.generation))
             f["group_members"].append((gl, g.members or 0))
             f["group_assigned_partitions"].append((gl, g.partitions or 0))
-        since = g.state_since
-        if since is not None:
-            f["group_state_seconds"].append((gl, max(now - since, 0.0)))
         totals = snap.rebalances.get(g.name)
         rebalances = totals.rebalances if totals else 0
         f["group_rebalances_total"].append((gl, rebalances))
@@ -133,7 +244,6 @@ def _families(
         last = snap.last_rebalances.get(g.name)
         if last is not None:
             f["group_last_rebalance_timestamp_seconds"].append((gl, last.time))
-            f["group_seconds_since_last_rebalance"].append((gl, max(now - last.time, 0.0)))
             if last.partitions:
                 f["group_last_churn_ratio"].append((gl, min(last.moved / last.partitions, 1.0)))
             excess = last.moved - last.baseline if last.baseline is not None else 0
@@ -141,7 +251,6 @@ def _families(
         f["group_commits_total"].append((gl, g.commits_total))
         if g.last_commit is not None:
             f["group_last_commit_timestamp_seconds"].append((gl, g.last_commit))
-            f["group_seconds_since_last_commit"].append((gl, max(now - g.last_commit, 0.0)))
     _offset_families(f, snap, lag, options)
     for reason, n in snap.failures:
         f["decode_failures_total"].append((labels(reason=reason), n))
@@ -160,13 +269,8 @@ def _families(
             f["pipeline_last_batch_timestamp_seconds"].append((sl, p.last_batch_time))
         f["pipeline_batches_total"].append((sl, p.batches_total))
         f["pipeline_records_total"].append((sl, p.records_total))
-        f["pipeline_status_age_seconds"].append((sl, max(now - p.updated_at, 0.0)))
-    f["exporter_refresh_duration_seconds"].append(("", stats.refresh_seconds))
-    f["exporter_last_refresh_timestamp_seconds"].append(("", stats.last_refresh))
-    f["exporter_refresh_errors_total"].append(("", stats.refresh_errors))
-    f["exporter_lag_poll_duration_seconds"].append(("", stats.lag_poll_seconds))
-    f["exporter_lag_poll_errors_total"].append(("", stats.lag_poll_errors))
-    f["exporter_lag_partitions"].append(("", stats.lag_partitions))
+        f["pipeline_degraded"].append((sl, int(p.degraded)))
+        f["pipeline_log_resets_total"].append((sl, p.log_resets_total))
     return f
 
 

@@ -19,7 +19,7 @@ import psycopg
 from sqlalchemy import Engine
 from sqlalchemy.exc import DBAPIError
 
-from services.store.errors import StoreUnavailableError
+from services.store.errors import SchemaOutdatedError, StoreUnavailableError
 
 GROUPS = """
 SELECT g.name, g.type, extract(epoch FROM g.deleted_at)::float8, g.commits_total,
@@ -58,7 +58,8 @@ SELECT coalesce(category, reason), count(*) FROM decode_failures GROUP BY 1 ORDE
 PIPELINE = """
 SELECT source, batches_total, records_total, extract(epoch FROM last_batch_time)::float8,
     last_batch_seconds, input_rows_per_second, processed_rows_per_second, records_behind,
-    caught_up, extract(epoch FROM updated_at)::float8
+    caught_up, extract(epoch FROM updated_at)::float8, degraded_reason,
+    extract(epoch FROM degraded_since)::float8, log_resets_total
 FROM pipeline_status
 ORDER BY source
 """
@@ -150,6 +151,13 @@ class PipelineRow:
     records_behind: int | None
     caught_up: bool
     updated_at: float
+    degraded_reason: str | None = None
+    degraded_since: float | None = None
+    log_resets_total: int = 0
+
+    @property
+    def degraded(self) -> bool:
+        return self.degraded_reason is not None or self.degraded_since is not None
 
 
 @dataclass
@@ -200,16 +208,22 @@ class StoreSnapshot:
     offsets: Offsets
 
 
-def read_snapshot(engine: Engine, storm_window_s: float, now: datetime) -> StoreSnapshot:
+def read_snapshot(
+    engine: Engine, storm_window_s: float, now: datetime, schema: str | None = None
+) -> StoreSnapshot:
     """One consistent read (a REPEATABLE READ transaction) of everything published.
 
-    Raises `StoreUnavailableError` when the database cannot be read.
+    With `schema` (an Alembic revision), first checks that the database is at it.
+    Raises `StoreUnavailableError` when the database cannot be read, and
+    `SchemaOutdatedError` when it is not at `schema`.
     """
     try:
         with engine.connect() as conn:
             raw = conn.connection.driver_connection
             with raw.transaction(), raw.cursor() as cur:
                 cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                if schema is not None:
+                    _require_revision(cur, schema)
                 cur.execute(GROUPS)
                 groups = [GroupRow(*row) for row in cur.fetchall()]
                 cur.execute(REBALANCES, {"window": storm_window_s})
@@ -222,9 +236,26 @@ def read_snapshot(engine: Engine, storm_window_s: float, now: datetime) -> Store
                 pipeline = [PipelineRow(*row) for row in cur.fetchall()]
                 offsets = _read_offsets(cur)
     except (psycopg.Error, DBAPIError, OSError) as exc:
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        cause = exc.orig if isinstance(exc, DBAPIError) and exc.orig is not None else exc
+        first = (str(cause).strip().splitlines() or [type(cause).__name__])[0]
         raise StoreUnavailableError(f"the history store could not be read: {first}") from exc
     return StoreSnapshot(now.timestamp(), groups, totals, last, failures, pipeline, offsets)
+
+
+def _require_revision(cur: psycopg.Cursor, schema: str) -> None:
+    """Raise `SchemaOutdatedError` unless the database is at revision `schema`."""
+    cur.execute("SELECT to_regclass('alembic_version') IS NOT NULL")
+    (versioned,) = cur.fetchone()
+    current = None
+    if versioned:
+        cur.execute("SELECT version_num FROM alembic_version")
+        row = cur.fetchone()
+        current = row[0] if row else None
+    if current != schema:
+        state = f"is at revision {current}" if current else "has no groupscope schema"
+        raise SchemaOutdatedError(
+            f"the database {state}, not {schema}; run 'groupscope db upgrade'"
+        )
 
 
 def _read_offsets(cur: psycopg.Cursor) -> Offsets:

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import argparse
+from datetime import UTC, datetime
 
 from services.store.options import add_database_url_argument, store_command
+
+# A source that reported more recently than this may still have a job running on it.
+RECENT_S = 600
 
 UPGRADE_EPILOG = """\
 examples:
@@ -26,6 +30,18 @@ examples:
   groupscope db psql --database-url postgresql://db:5432/groupscope -- -f report.sql
 
 See README.md, "History store and postmortems", for the tables and views.
+"""
+
+
+FORGET_EPILOG = """\
+examples:
+  groupscope db forget-source kafka:wrong-host:9092/__consumer_offsets
+      after a run against a wrong bootstrap address, whose status row would otherwise
+      be listed (stale) for good
+  groupscope db forget-source NAME --force
+      also when NAME reported recently (a job still running on it recreates its rows)
+
+An unknown NAME lists the sources the store knows, with their last report.
 """
 
 
@@ -64,6 +80,26 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_database_url_argument(psql)
     psql.add_argument("psql_args", nargs=argparse.REMAINDER, metavar="-- PSQL_ARGS")
     psql.set_defaults(func=run_psql)
+
+    forget = actions.add_parser(
+        "forget-source",
+        help="remove a source's status and progress rows (e.g. a wrong bootstrap address)",
+        description=(
+            "Delete the pipeline_status and pipeline_progress rows of one source of the "
+            "streaming job. The exporter then no longer lists it; the history the source "
+            "wrote (groups, generations, offsets) stays."
+        ),
+        epilog=FORGET_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    forget.add_argument("source", metavar="SOURCE", help="the source's name, as /readyz shows it")
+    forget.add_argument(
+        "--force",
+        action="store_true",
+        help=f"forget it even if it reported within the last {RECENT_S // 60} minutes",
+    )
+    add_database_url_argument(forget)
+    forget.set_defaults(func=run_forget_source)
 
 
 @store_command
@@ -109,3 +145,38 @@ def run_psql(args: argparse.Namespace) -> int:
             engine.dispose()
         libpq_url = url.replace("postgresql+psycopg://", "postgresql://", 1)
         return subprocess.run([str(psql_executable()), libpq_url, *extra], check=False).returncode
+
+
+@store_command
+def run_forget_source(args: argparse.Namespace) -> int:
+    from services.cli import UsageError
+    from services.store.database import open_database
+    from services.store.migrate import require_head
+    from services.store.sources import forget_source, known_sources
+
+    with open_database(args.database_url) as engine:
+        require_head(engine)
+        known = {s.name: s for s in known_sources(engine)}
+        source = known.get(args.source)
+        if source is None:
+            listed = ", ".join(
+                f"{s.name} (last report {_when(s.last_report)})" for s in known.values()
+            )
+            raise UsageError(
+                f"no source named {args.source!r}; "
+                + (f"known sources: {listed}" if known else "the store knows no source")
+            )
+        if source.last_report is not None and not args.force:
+            age = (datetime.now(UTC) - source.last_report).total_seconds()
+            if age < RECENT_S:
+                raise UsageError(
+                    f"{args.source} reported {int(age)}s ago: a job may still run on it "
+                    "(it would recreate the rows); stop it first or pass --force"
+                )
+        status, progress = forget_source(engine, args.source)
+    print(f"forgot {args.source}: {status} status row(s), {progress} progress row(s) deleted")
+    return 0
+
+
+def _when(at: datetime | None) -> str:
+    return "never" if at is None else f"{at.astimezone(UTC):%Y-%m-%d %H:%M:%SZ}"
