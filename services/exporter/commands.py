@@ -52,7 +52,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--port",
         type=int,
-        default=int(env("GROUPSCOPE_EXPORTER_PORT", "9308")),
+        default=env("GROUPSCOPE_EXPORTER_PORT", "9308"),
         help="port to listen on (env GROUPSCOPE_EXPORTER_PORT; default 9308; 0: any free)",
     )
     parser.add_argument(
@@ -110,7 +110,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--storm-rebalances",
         type=int,
-        default=int(env("GROUPSCOPE_STORM_REBALANCES", "5")),
+        default=env("GROUPSCOPE_STORM_REBALANCES", "5"),
         help="rebalances within --storm-window that make a storm (default 5)",
     )
     parser.add_argument(
@@ -127,10 +127,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--lag-history",
         type=int,
-        default=int(env("GROUPSCOPE_LAG_HISTORY", "16")),
+        default=env("GROUPSCOPE_LAG_HISTORY", "16"),
         help="log-end offset samples kept per partition for time lag (default 16)",
     )
     parser.set_defaults(func=run)
+
+
+MAX_LAG_HISTORY = 10_000
+MAX_CONNECTIONS = 10_000
 
 
 def config_from(args: argparse.Namespace):  # -> ExporterConfig
@@ -138,15 +142,21 @@ def config_from(args: argparse.Namespace):  # -> ExporterConfig
     from services.cli import UsageError
     from services.durations import seconds_flag
     from services.exporter.app import ExporterConfig
+    from services.limits import INT32_MAX, at_most
 
     if not 0 <= args.port <= 65535:
         raise UsageError(f"--port must be 0-65535, got {args.port}")
     if args.storm_rebalances < 1:
         raise UsageError("--storm-rebalances must be at least 1")
-    if args.lag_history < 2:
-        raise UsageError("--lag-history must be at least 2")
-    if args.max_connections < 1:
-        raise UsageError("--max-connections must be at least 1")
+    at_most("--storm-rebalances", args.storm_rebalances, INT32_MAX)
+    # Each partition keeps this many samples in a numpy array: 16 is the default and
+    # 10,000 already costs 160 kB per partition.
+    if not 2 <= args.lag_history <= MAX_LAG_HISTORY:
+        raise UsageError(f"--lag-history must be 2-{MAX_LAG_HISTORY:,}, got {args.lag_history}")
+    if not 1 <= args.max_connections <= MAX_CONNECTIONS:
+        raise UsageError(
+            f"--max-connections must be 1-{MAX_CONNECTIONS:,}, got {args.max_connections}"
+        )
     return ExporterConfig(
         host=args.host,
         port=args.port,

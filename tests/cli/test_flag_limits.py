@@ -30,6 +30,9 @@ CASES = [
     (["stream", "--trigger", f"{HUGE}d"], "--trigger: duration '99999999999d' is too long"),
     (["exporter", "--interval", f"{HUGE}d"], "--interval: duration"),
     (["exporter", "--storm-window", f"{HUGE}d"], "--storm-window: duration"),
+    (["exporter", "--lag-history", "9" * 20], "--lag-history must be 2-10,000"),
+    (["exporter", "--storm-rebalances", HUGE], "--storm-rebalances must be at most"),
+    (["exporter", "--max-connections", HUGE], "--max-connections must be 1-10,000"),
     (["simulate", "steady", "--groups", HUGE, "--out", "OUT"], "--groups must be at most"),
     (["simulate", "steady", "--partitions", HUGE, "--out", "OUT"], "--partitions must be at"),
     (["simulate", "steady", "--duration", f"{HUGE}d", "--out", "OUT"], "is too long"),
@@ -91,6 +94,9 @@ def test_extreme_values_get_one_line_and_exit_2(
         (["simulate", "steady", "--out", "OUT"], "GROUPSCOPE_OFFSETS_PARTITIONS"),
         (["workload"], "GROUPSCOPE_WORKLOAD_MEMBERS"),
         (["stream", "--once"], "GROUPSCOPE_MAX_RECORDS_PER_TRIGGER"),
+        (["exporter"], "GROUPSCOPE_EXPORTER_PORT"),
+        (["exporter"], "GROUPSCOPE_LAG_HISTORY"),
+        (["exporter"], "GROUPSCOPE_STORM_REBALANCES"),
     ],
 )
 def test_a_bad_number_in_the_environment_is_one_line(
