@@ -20,6 +20,7 @@ Spark's official Kafka connector cannot be loaded where Maven Central is out of 
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -32,11 +33,19 @@ from pyspark.sql.streaming.datasource import (
     SupportsTriggerAvailableNow,
 )
 
+from services.outage import Outage
+from spark_jobs.broker import BrokerProbe, quiet, wait_for_broker
 from spark_jobs.range_reader import chosen_reader, read_range
 
 SCHEMA = "topic string, partition int, offset long, timestamp timestamp, key binary, value binary"
 FORMAT = "groupscope_kafka"
 SPLIT = 1_000_000  # records per input partition at most
+METADATA_TIMEOUT_S = 10  # a planning call while the broker is away blocks this long
+_log = logging.getLogger("groupscope.kafka")
+
+
+class TopicUnavailableError(RuntimeError):
+    """The topic has no metadata (yet): a broker that restarted without its log, say."""
 
 
 def client_config(options: dict[str, str]) -> dict[str, Any]:
@@ -50,10 +59,17 @@ class KafkaRange(InputPartition):
     (`spark_jobs.range_reader`)."""
 
     def __init__(
-        self, topic: str, partition: int, start: int, end: int, config: dict, reader: str
+        self,
+        topic: str,
+        partition: int,
+        start: int,
+        end: int,
+        config: dict,
+        reader: str,
+        max_outage: float | None = None,
     ) -> None:
         self.topic, self.partition, self.start, self.end = topic, partition, start, end
-        self.config, self.reader = config, reader
+        self.config, self.reader, self.max_outage = config, reader, max_outage
 
 
 def share(available: dict[str, int], budget: int) -> dict[str, int]:
@@ -82,8 +98,10 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.config = client_config(options)
         self.reader = options.get("reader", "auto")
         self.max_rows = int(options.get("maxRecordsPerTrigger", "0")) or None
+        self.max_outage = float(options["maxOutage"]) if options.get("maxOutage") else None
         self.target: dict[str, int] | None = None
         self._consumer: Any = None
+        self._known: dict[str, tuple[int, int]] | None = None  # the last watermarks read
 
     # -- broker metadata ---------------------------------------------------------------------
     def _client(self) -> Any:
@@ -92,7 +110,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
             self._consumer = Consumer(
                 {
-                    **self.config,
+                    **quiet(self.config),
                     "group.id": "groupscope-metadata",
                     "enable.auto.commit": False,
                     "isolation.level": "read_committed",
@@ -101,16 +119,40 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return self._consumer
 
     def _watermarks(self) -> dict[str, tuple[int, int]]:
-        """(earliest, last stable offset) of every partition of the topic."""
+        """(earliest, last stable offset) of every partition of the topic.
+
+        While the broker (or the topic) cannot be reached, the last watermarks read stand
+        in: planning never goes past offsets the broker had, so the query does not fail
+        and plans nothing new once caught up (a range already planned waits in
+        `read_range`). Before any were read, this waits for the broker, for at most
+        `maxOutage` seconds when set (`BrokerUnavailableError`).
+        """
+        from confluent_kafka import KafkaException
+
+        try:
+            marks = self._read_watermarks()
+        except (KafkaException, TopicUnavailableError):
+            if self._known is not None:
+                return self._known
+            outage = Outage("the Kafka broker (planning)", _log)
+            probe = BrokerProbe(self.config, self.topic)
+            wait_for_broker(probe, outage, self.max_outage)
+            marks = self._read_watermarks()
+        self._known = marks
+        return marks
+
+    def _read_watermarks(self) -> dict[str, tuple[int, int]]:
         from confluent_kafka import TopicPartition
 
         client = self._client()
-        metadata = client.list_topics(self.topic, timeout=30)
+        metadata = client.list_topics(self.topic, timeout=METADATA_TIMEOUT_S)
         topic = metadata.topics.get(self.topic)
-        if topic is None or topic.error is not None:
-            raise RuntimeError(f"topic {self.topic!r} not found: {topic and topic.error}")
+        if topic is None or topic.error is not None or not topic.partitions:
+            raise TopicUnavailableError(f"topic {self.topic!r} not found: {topic and topic.error}")
         return {
-            str(p): client.get_watermark_offsets(TopicPartition(self.topic, p), timeout=30)
+            str(p): client.get_watermark_offsets(
+                TopicPartition(self.topic, p), timeout=METADATA_TIMEOUT_S
+            )
             for p in sorted(topic.partitions)
         }
 
@@ -147,14 +189,20 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             for lo in range(first, stop, SPLIT):
                 ranges.append(
                     KafkaRange(
-                        self.topic, int(p), lo, min(lo + SPLIT, stop), self.config, self.reader
+                        self.topic,
+                        int(p),
+                        lo,
+                        min(lo + SPLIT, stop),
+                        self.config,
+                        self.reader,
+                        self.max_outage,
                     )
                 )
         return ranges
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         r: KafkaRange = partition  # type: ignore[assignment]
-        return read_range(r.topic, r.partition, r.start, r.end, r.config, r.reader)
+        return read_range(r.topic, r.partition, r.start, r.end, r.config, r.reader, r.max_outage)
 
     def commit(self, end: dict) -> None:
         """Offsets live in Spark's checkpoint; nothing is committed to Kafka."""
@@ -183,8 +231,10 @@ def kafka_stream(
     topic: str,
     config: dict[str, str],
     max_records: int | None,
+    max_outage: float | None = None,
 ) -> DataFrame:
-    """`__consumer_offsets` (or `topic`) as a stream, through this source."""
+    """`__consumer_offsets` (or `topic`) as a stream, through this source; a broker
+    outage is waited out, for at most `max_outage` seconds when given."""
     spark.dataSource.register(KafkaDataSource)
     reader = (
         spark.readStream.format(FORMAT)
@@ -195,4 +245,6 @@ def kafka_stream(
     )
     if max_records:
         reader = reader.option("maxRecordsPerTrigger", str(max_records))
+    if max_outage is not None:
+        reader = reader.option("maxOutage", str(max_outage))
     return reader.load()
