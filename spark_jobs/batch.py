@@ -23,6 +23,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from services.codec import DecodeError, decode_record, partition_for
+from services.outage import Outage
 from services.store.batch import (
     BatchHealth,
     BatchWrite,
@@ -30,6 +31,7 @@ from services.store.batch import (
     OffsetCommit,
     SourceProgress,
 )
+from services.store.errors import StoreUnavailableError
 from services.store.repository import HistoryStore
 from services.store.retry import RetryPolicy
 from services.store.snapshots import LatestGeneration
@@ -225,9 +227,15 @@ class BatchProcessor:
         known: dict[str, LatestGeneration] | None = None,
         retry: RetryPolicy | None = None,
         state_dir: Path | None = None,
+        end_quietly: bool = False,
     ) -> None:
         """`state_dir` keeps the tracker's state between runs (beside the checkpoint);
-        without a saved state the tracker starts from the store's latest generations."""
+        without a saved state the tracker starts from the store's latest generations.
+
+        `end_quietly`: when the store stays unavailable past the retry policy, turn
+        Spark's (and py4j's) logging off before failing the query, so that the job ends
+        with the one line its driver prints (`processor.gave_up`) instead of stack traces
+        of the same error."""
         self.store = store
         self.source = source
         self.offsets_partitions = offsets_partitions
@@ -237,6 +245,11 @@ class BatchProcessor:
             {g: snapshot_of(s) for g, s in (known or {}).items()}
         )
         self.retry = retry or RetryPolicy()
+        # Shared by the batch writes and the driver's status reports (`stream._report`),
+        # so that a database outage is logged once, whoever notices it.
+        self.store_outage = Outage("the database", log)
+        self.gave_up: StoreUnavailableError | None = None  # the write that ended the job
+        self.end_quietly = end_quietly
         self.mismatched: dict[str, tuple[int, int]] = {}
         self.last = BatchStats()
         self.batches = 0
@@ -245,7 +258,15 @@ class BatchProcessor:
         started = time.perf_counter()
         batch, stats = self._build(df, batch_id)
         batch = replace(batch, health=BatchHealth(stats.records, time.perf_counter() - started))
-        self.retry.run(lambda: self.store.write_batch(batch))
+        try:
+            self.retry.run(lambda: self.store.write_batch(batch), outage=self.store_outage)
+        except StoreUnavailableError as exc:
+            self.gave_up = exc  # Spark wraps it; the driver ends with this one line
+            if self.end_quietly:
+                df.sparkSession.sparkContext.setLogLevel("OFF")
+                # py4j logs the exception it hands back to the JVM, with its traceback.
+                logging.getLogger("py4j.clientserver").setLevel(logging.CRITICAL)
+            raise
         if self.state_dir is not None:
             tracker_state.save(self.state_dir, batch_id, self.tracker)
         stats.seconds = time.perf_counter() - started
