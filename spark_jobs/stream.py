@@ -362,9 +362,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     args.command = "stream"
     from services.cli import UsageError
+    from services.store.options import store_command
 
     try:
-        return run(args)
+        return store_command(run)(args)  # a store error is one line, as under the CLI
     except UsageError as exc:
         print(f"stream: {exc}", file=sys.stderr)
         return 2
