@@ -443,6 +443,37 @@ def test_a_live_job_waits_out_a_broker_outage_reports_it_and_loses_nothing(
     assert len(down) == 1, down
 
 
+def test_a_live_job_started_while_its_database_is_down_waits_for_it(
+    own_postgres: OwnPostgres, tmp_path: Path
+) -> None:
+    replay = tmp_path / "replay"
+    (replay / "records").mkdir(parents=True)
+    expected: dict[str, int] = {}
+    replay_batch(replay, 0, expected)
+    own_postgres.stop()
+    job = Job(
+        [
+            *("--source", "replay", str(replay), "--database-url", own_postgres.url),
+            *("--checkpoint", str(tmp_path / "checkpoint"), "--trigger", "1s"),
+        ]
+    )
+    try:
+        job.wait_for(r"the database unavailable, waiting for it: cannot reach PostgreSQL", 30)
+        time.sleep(5)
+        assert job.process.poll() is None, job.tail()
+        own_postgres.start()
+        job.wait_for(r"the database available again after \d+s", 30)
+        job.wait_for(r"groupscope.stream batch 0:", SPARK_START_S)
+    finally:
+        job.kill()
+    assert_no_traceback(job)
+    engine = create_store_engine(own_postgres.url)
+    try:
+        assert commits_total(engine) == expected
+    finally:
+        engine.dispose()
+
+
 def test_once_gives_up_on_a_long_database_outage_in_one_line_and_resumes_later(
     own_postgres: OwnPostgres, tmp_path: Path
 ) -> None:
