@@ -318,11 +318,12 @@ def _follow(
 
 
 def _stop_quietly(query: Any) -> None:
-    """Stop a query the job gives up on; the tasks it cancels are not news (Spark logs
-    each at WARN)."""
+    """Stop a query the job gives up on; the tasks and the batch it cancels are not
+    news (Spark logs each, py4j the batch's exception with its traceback)."""
     from pyspark.sql import SparkSession
 
     SparkSession.builder.getOrCreate().sparkContext.setLogLevel("OFF")
+    logging.getLogger("py4j.clientserver").setLevel(logging.CRITICAL)
     query.stop()
 
 

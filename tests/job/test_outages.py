@@ -548,3 +548,36 @@ def test_a_range_read_waits_for_a_frozen_broker_or_gives_up_after_max_outage(
     assert time.monotonic() - started >= 8.0
     offsets = [o for b in batches for o in b.column("offset").to_pylist()]
     assert offsets == list(range(7))
+
+
+def test_once_gives_up_on_a_frozen_broker_in_one_line(
+    own_tansu: Tansu, database_url: str, tmp_path: Path
+) -> None:
+    own_tansu.start()
+    topic = own_tansu.create_topic("offsets-once")
+    own_tansu.produce(topic, offset_commits("g", 12, 0))
+    job = Job(
+        [
+            *("--bootstrap-servers", own_tansu.bootstrap, "--topic", topic),
+            *("--offsets-partitions", "1", "--database-url", database_url),
+            *("--checkpoint", str(tmp_path / "checkpoint"), "--once"),
+            *("--max-records-per-trigger", "2", "--max-outage", "10s"),
+        ]
+    )
+    try:
+        job.wait_for(r"groupscope.stream batch 0: 2 records", SPARK_START_S)
+        own_tansu.freeze()
+        frozen = time.monotonic()
+        job.process.wait(90)
+        gave_up_after = time.monotonic() - frozen
+        job._reader.join(10)
+    finally:
+        job.kill()
+    assert job.process.returncode == 1, job.tail()
+    assert 10 <= gave_up_after < 60
+    assert_no_traceback(job)
+    assert re.fullmatch(
+        rf"groupscope stream: the Kafka broker at {own_tansu.bootstrap} unavailable for "
+        r"1\ds \(--max-outage 10s\): .*",
+        job.lines[-1].strip(),
+    ), job.tail()
