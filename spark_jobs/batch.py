@@ -16,15 +16,17 @@ import logging
 import re
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from services.codec import DecodeError, decode_record, partition_for
+from services.outage import Outage
 from services.store.batch import (
     BatchHealth,
     BatchWrite,
@@ -33,7 +35,7 @@ from services.store.batch import (
     Repair,
     SourceProgress,
 )
-from services.store.errors import BatchRejectedError
+from services.store.errors import BatchRejectedError, StoreUnavailableError
 from services.store.repository import HistoryStore
 from services.store.retry import RetryPolicy
 from services.store.snapshots import LatestGeneration
@@ -51,6 +53,7 @@ from spark_jobs.generations import (
 from spark_jobs.offset_columns import commit_row_ok, decode_offset_commits
 
 log = logging.getLogger("groupscope.stream")
+T = TypeVar("T")
 
 
 def source_columns() -> list:
@@ -250,10 +253,16 @@ class BatchProcessor:
         retry: RetryPolicy | None = None,
         state_dir: Path | None = None,
         checkpoint: Path | None = None,
+        end_quietly: bool = False,
     ) -> None:
         """`state_dir` keeps the tracker's state between runs (beside the checkpoint);
         without a saved state the tracker starts from the store's latest generations.
-        `checkpoint` (Spark's) tells which batches found a source log gone backwards."""
+        `checkpoint` (Spark's) tells which batches found a source log gone backwards.
+
+        `end_quietly`: when the store stays unavailable past the retry policy, turn
+        Spark's (and py4j's) logging off before failing the query, so that the job ends
+        with the one line its driver prints (`processor.gave_up`) instead of stack traces
+        of the same error."""
         self.store = store
         self.checkpoint = checkpoint
         self.source = source
@@ -264,6 +273,11 @@ class BatchProcessor:
             {g: snapshot_of(s) for g, s in (known or {}).items()}
         )
         self.retry = retry or RetryPolicy()
+        # Shared by the batch writes and the driver's status reports (`stream._report`),
+        # so that a database outage is logged once, whoever notices it.
+        self.store_outage = Outage("the database", log)
+        self.gave_up: StoreUnavailableError | None = None  # the write that ended the job
+        self.end_quietly = end_quietly
         self.mismatched: dict[str, tuple[int, int]] = {}
         self.last = BatchStats()
         self.batches = 0
@@ -275,15 +289,14 @@ class BatchProcessor:
         if self.checkpoint is not None:
             batch = with_source_positions(batch, self.checkpoint)
         try:
-            self.retry.run(lambda: self.store.write_batch(batch))
-        except BatchRejectedError as exc:
-            log.warning("%s; looking for the records the database rejects", exc)
-            error = exc
-            kept, count = self.retry.run(
-                lambda: poison.without_rejected(self.store, batch, df, error)
-            )
-            stats.failures[poison.CATEGORY] += count
-            self.retry.run(lambda: self.store.write_batch(kept))
+            self._write(batch, df, stats)
+        except StoreUnavailableError as exc:
+            self.gave_up = exc  # Spark wraps it; the driver ends with this one line
+            if self.end_quietly:
+                df.sparkSession.sparkContext.setLogLevel("OFF")
+                # py4j logs the exception it hands back to the JVM, with its traceback.
+                logging.getLogger("py4j.clientserver").setLevel(logging.CRITICAL)
+            raise
         if self.state_dir is not None:
             tracker_state.save(self.state_dir, batch_id, self.tracker)
         stats.seconds = time.perf_counter() - started
@@ -300,6 +313,23 @@ class BatchProcessor:
             sum(stats.failures.values()),
             stats.seconds,
         )
+
+    def _write(self, batch: BatchWrite, df: DataFrame, stats: BatchStats) -> None:
+        """Write the batch, waiting out store outages (`self.retry`); if the database
+        rejects it, set aside the records it refuses (`spark_jobs.poison`) and write the
+        rest."""
+
+        def retried(operation: Callable[[], T]) -> T:
+            return self.retry.run(operation, outage=self.store_outage)
+
+        try:
+            retried(lambda: self.store.write_batch(batch))
+        except BatchRejectedError as exc:
+            log.warning("%s; looking for the records the database rejects", exc)
+            error = exc
+            kept, count = retried(lambda: poison.without_rejected(self.store, batch, df, error))
+            stats.failures[poison.CATEGORY] += count
+            retried(lambda: self.store.write_batch(kept))
 
     def _build(self, df: DataFrame, batch_id: int) -> tuple[BatchWrite, BatchStats]:
         stats = BatchStats(batch_id=batch_id)

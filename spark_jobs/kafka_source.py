@@ -58,6 +58,8 @@ from pyspark.sql.streaming.datasource import (
     SupportsTriggerAvailableNow,
 )
 
+from services.outage import Outage
+from spark_jobs.broker import BrokerProbe, quiet, wait_for_broker
 from spark_jobs.range_reader import chosen_reader, read_range
 
 SCHEMA = "topic string, partition int, offset long, timestamp timestamp, key binary, value binary"
@@ -67,8 +69,13 @@ BASES = "bases"  # the offsets' key for the partitions' position bases
 # A log reset is read again in full, so it is believed only when a second look, this
 # much later, still shows it (one odd answer from a broker must not double the history).
 RESET_CONFIRM_S = 1.0
+METADATA_TIMEOUT_S = 10  # a planning call while the broker is away blocks this long
 
 log = logging.getLogger("groupscope.kafka_source")
+
+
+class TopicUnavailableError(RuntimeError):
+    """The topic has no metadata (yet): a broker that restarted without its log, say."""
 
 
 def client_config(options: dict[str, str]) -> dict[str, Any]:
@@ -91,11 +98,13 @@ class KafkaRange(InputPartition):
         reader: str,
         base: int = 0,
         incarnation: int = 0,
+        max_outage: float | None = None,
     ) -> None:
         self.topic, self.partition, self.start, self.end = topic, partition, start, end
         self.config, self.reader, self.base = config, reader, base
         # The topic's log: changes with every reset (the sum of the bases, which only grow).
         self.incarnation = incarnation
+        self.max_outage = max_outage
 
 
 def share(available: dict[str, int], budget: int) -> dict[str, int]:
@@ -153,8 +162,10 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.max_rows = int(options.get("maxRecordsPerTrigger", "0")) or None
         # Position bases carried over from an earlier checkpoint (`--reset-checkpoint`).
         self.bases: dict[str, int] = json.loads(options.get("bases", "{}"))
+        self.max_outage = float(options["maxOutage"]) if options.get("maxOutage") else None
         self.target: dict[str, int] | None = None
         self._consumer: Any = None
+        self._known: dict[str, tuple[int, int]] | None = None  # the last watermarks read
 
     # -- broker metadata ---------------------------------------------------------------------
     def _client(self) -> Any:
@@ -163,7 +174,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
             self._consumer = Consumer(
                 {
-                    **self.config,
+                    **quiet(self.config),
                     "group.id": "groupscope-metadata",
                     "enable.auto.commit": False,
                     "isolation.level": "read_committed",
@@ -172,16 +183,40 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return self._consumer
 
     def _watermarks(self) -> dict[str, tuple[int, int]]:
-        """(earliest, last stable offset) of every partition of the topic."""
+        """(earliest, last stable offset) of every partition of the topic.
+
+        While the broker (or the topic) cannot be reached, the last watermarks read stand
+        in: planning never goes past offsets the broker had, so the query does not fail
+        and plans nothing new once caught up (a range already planned waits in
+        `read_range`). Before any were read, this waits for the broker, for at most
+        `maxOutage` seconds when set (`BrokerUnavailableError`).
+        """
+        from confluent_kafka import KafkaException
+
+        try:
+            marks = self._read_watermarks()
+        except (KafkaException, TopicUnavailableError):
+            if self._known is not None:
+                return self._known
+            outage = Outage("the Kafka broker (planning)", log)
+            probe = BrokerProbe(self.config, self.topic)
+            wait_for_broker(probe, outage, self.max_outage)
+            marks = self._read_watermarks()
+        self._known = marks
+        return marks
+
+    def _read_watermarks(self) -> dict[str, tuple[int, int]]:
         from confluent_kafka import TopicPartition
 
         client = self._client()
-        metadata = client.list_topics(self.topic, timeout=30)
+        metadata = client.list_topics(self.topic, timeout=METADATA_TIMEOUT_S)
         topic = metadata.topics.get(self.topic)
-        if topic is None or topic.error is not None:
-            raise RuntimeError(f"topic {self.topic!r} not found: {topic and topic.error}")
+        if topic is None or topic.error is not None or not topic.partitions:
+            raise TopicUnavailableError(f"topic {self.topic!r} not found: {topic and topic.error}")
         return {
-            str(p): client.get_watermark_offsets(TopicPartition(self.topic, p), timeout=30)
+            str(p): client.get_watermark_offsets(
+                TopicPartition(self.topic, p), timeout=METADATA_TIMEOUT_S
+            )
             for p in sorted(topic.partitions)
         }
 
@@ -253,6 +288,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                         self.reader,
                         base,
                         incarnation,
+                        self.max_outage,
                     )
                 )
         return ranges
@@ -260,7 +296,14 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def read(self, partition: InputPartition) -> Iterator[Any]:
         r: KafkaRange = partition  # type: ignore[assignment]
         batches = read_range(
-            r.topic, r.partition, r.start, r.end, r.config, r.reader, r.incarnation
+            r.topic,
+            r.partition,
+            r.start,
+            r.end,
+            r.config,
+            r.reader,
+            incarnation=r.incarnation,
+            max_outage=r.max_outage,
         )
         return _shifted(batches, r.base) if r.base else batches
 
@@ -292,9 +335,11 @@ def kafka_stream(
     config: dict[str, str],
     max_records: int | None,
     bases: dict[str, int] | None = None,
+    max_outage: float | None = None,
 ) -> DataFrame:
     """`__consumer_offsets` (or `topic`) as a stream, through this source. `bases`: the
-    partitions' position bases of an earlier checkpoint, for a new one to start from."""
+    partitions' position bases of an earlier checkpoint, for a new one to start from; a
+    broker outage is waited out, for at most `max_outage` seconds when given."""
     spark.dataSource.register(KafkaDataSource)
     reader = (
         spark.readStream.format(FORMAT)
@@ -307,4 +352,6 @@ def kafka_stream(
         reader = reader.option("maxRecordsPerTrigger", str(max_records))
     if bases:
         reader = reader.option("bases", json.dumps(bases))
+    if max_outage is not None:
+        reader = reader.option("maxOutage", str(max_outage))
     return reader.load()

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import gc
 import json
+import logging
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,6 +26,10 @@ from typing import Any, Protocol
 
 import pyarrow as pa
 
+from services.outage import Outage
+from spark_jobs.broker import BrokerProbe, wait_for_broker
+
+_log = logging.getLogger("groupscope.kafka")
 READERS = ("auto", "native", "python")
 ARROW_ROWS = 65_536
 POLL_MS = 1000
@@ -305,6 +310,7 @@ def read_range(
     config: dict[str, Any],
     kind: str = "auto",
     incarnation: int = 0,
+    max_outage: float | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """Records [start, end) of one partition, in batches of about ARROW_ROWS.
     `incarnation` names the topic's log (see `_reader`).
@@ -312,6 +318,12 @@ def read_range(
     Gaps that compaction and control records leave are expected: the range ends at the
     record end - 1, at a record past it, at the partition's end, or once the consumer's
     position has passed `end`.
+
+    A range that stalls (IDLE_POLLS empty polls, or an error from librdkafka) while the
+    broker cannot be reached waits for it, without limit or for
+    `max_outage` seconds (then `BrokerUnavailableError`), and goes on from the next
+    offset with a new consumer: the range was planned from offsets the broker had, so
+    they are read once it is back. A stall with the broker there fails as before.
     """
     if end <= start:
         return
@@ -330,14 +342,22 @@ def read_range(
             try:
                 batch, done, polled = reader.read(end, max(1, min(ARROW_ROWS, end - expected)))
             except RuntimeError as exc:
-                raise RuntimeError(f"{topic}-{partition}: {exc}") from exc
+                stalled: BaseException = RuntimeError(f"{topic}-{partition}: {exc}")
+                reader = _after_stall(
+                    stalled, kind, config, incarnation, (topic, partition, expected), max_outage
+                )
+                idle = 0
+                continue
             if not polled:
                 idle += 1
                 if idle >= IDLE_POLLS:
-                    raise TimeoutError(
+                    stalled = TimeoutError(
                         f"{topic}-{partition}: no records for {IDLE_POLLS} polls "
                         f"before offset {end}"
                     )
+                    at = (topic, partition, expected)
+                    reader = _after_stall(stalled, kind, config, incarnation, at, max_outage)
+                    idle = 0
                 continue
             idle = 0
             if batch is not None:
@@ -355,6 +375,28 @@ def read_range(
     reader.unassign()  # no prefetching for this range while the worker waits
     if pending:
         yield _combined(pending)
+
+
+def _after_stall(
+    stalled: BaseException,
+    kind: str,
+    config: dict[str, Any],
+    incarnation: int,
+    at: tuple[str, int, int],
+    max_outage: float | None,
+) -> RangeReader:
+    """A reader at `at` (topic, partition, offset) once the broker answers again; raises
+    `stalled` when the broker answers (the stall is not an outage: a topic deleted, say)."""
+    topic, partition, offset = at
+    probe = BrokerProbe(config, None)  # only the broker: a deleted topic is no outage
+    if probe.problem() is None:
+        raise stalled
+    _drop_reader(kind, config)
+    outage = Outage(f"the Kafka broker (reading {topic}-{partition})", _log)
+    wait_for_broker(probe, outage, max_outage)
+    reader = _reader(kind, config, incarnation)
+    reader.assign(topic, partition, offset)
+    return reader
 
 
 def _combined(batches: list[pa.RecordBatch]) -> pa.RecordBatch:

@@ -15,10 +15,14 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from services.kafka_options import kafka_config, redact
+from services.outage import Outage, OutageError
 from spark_jobs import health
+
+if TYPE_CHECKING:
+    from spark_jobs.dependencies import BrokerWatch
 
 log = logging.getLogger("groupscope.stream")
 
@@ -27,6 +31,7 @@ log = logging.getLogger("groupscope.stream")
 # 4M at a time took 51 s from the first batch to the last, 10M at a time 37 s
 # (benchmarks/bench_stream.py, broker case). A live job's batches are far smaller.
 MAX_RECORDS_PER_TRIGGER = 10_000_000
+CONNECT_TIMEOUT_S = 10
 
 EPILOG = """\
 sources:
@@ -94,6 +99,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="process everything available now, in as many batches as the read limit needs, "
         "then exit",
+    )
+    parser.add_argument(
+        "--max-outage",
+        default=env("GROUPSCOPE_MAX_OUTAGE"),
+        metavar="DURATION",
+        help="how long to wait for an unreachable database or Kafka broker before giving "
+        "up with exit status 1, e.g. 2m, or 'none' to wait without limit. Default: without "
+        "limit for a live job (it waits, logs the outage and reports itself degraded), 2m "
+        "with --once. With --once a dependency unreachable at start-up fails at once",
     )
     parser.add_argument(
         "--max-records-per-trigger",
@@ -176,6 +190,9 @@ def run(args: argparse.Namespace) -> int:
     config = kafka_config(args)
     trigger = parse_seconds(args.trigger)
     check_numbers(args)
+    from spark_jobs.dependencies import max_outage
+
+    limit = max_outage(args.max_outage, args.once)
     if kind == "kafka":
         from spark_jobs.range_reader import chosen_reader
 
@@ -194,7 +211,11 @@ def run(args: argparse.Namespace) -> int:
     )
     checkpoint = args.checkpoint or default_location(name, args.database_url)
     log.info("source %s, client config %s, checkpoint %s", name, redact(config), checkpoint)
-    return _run_query(args, kind, directory, config, trigger, name, checkpoint)
+    try:
+        return _run_query(args, kind, directory, config, trigger, name, checkpoint, limit)
+    except OutageError as exc:
+        print(f"groupscope stream: {exc}", file=sys.stderr)
+        return 1
 
 
 def _run_query(
@@ -205,21 +226,27 @@ def _run_query(
     trigger: float,
     name: str,
     checkpoint: Path,
+    limit: float | None,
 ) -> int:
     from services.store.database import create_store_engine, database_url, redacted
-    from services.store.migrate import upgrade
     from services.store.repository import HistoryStore
+    from services.store.retry import RetryPolicy
     from services.store.snapshots import latest_generations
     from spark_jobs.batch import BatchProcessor
     from spark_jobs.checkpoint import prepare
+    from spark_jobs.dependencies import await_broker, prepare_store
     from spark_jobs.session import spark_session
     from spark_jobs.sources import replay, spark_kafka
 
     with database_url(args.database_url) as url:
         log.info("history store %s", redacted(url))
-        upgrade(url)
-        engine = create_store_engine(url)
+        # A connect that hangs (a host that drops packets) counts as a failed attempt.
+        engine = create_store_engine(url, connect_args={"connect_timeout": CONNECT_TIMEOUT_S})
         try:
+            store_outage = Outage("the database", log)
+            known = prepare_store(
+                url, engine, lambda: latest_generations(engine), args.once, limit, store_outage
+            )
             bases = prepare(
                 checkpoint,
                 HistoryStore(engine),
@@ -227,6 +254,9 @@ def _run_query(
                 redacted(args.database_url),
                 args.reset_checkpoint,
             )
+            watch = None
+            if kind == "kafka":
+                watch = await_broker(args.bootstrap_servers, config, args.topic, args.once, limit)
             spark = spark_session(args.master)
             if kind == "replay":
                 df = replay(spark, directory, args.max_files_per_trigger)  # type: ignore[arg-type]
@@ -248,15 +278,20 @@ def _run_query(
                     config,
                     args.max_records_per_trigger,
                     bases,
+                    limit,
                 )
             processor = BatchProcessor(
                 HistoryStore(engine),
                 name,
                 args.offsets_partitions,
-                latest_generations(engine),
+                known,
+                # Without a count: a live job writes through an outage of any length.
+                RetryPolicy(attempts=None, max_delay=10.0, max_outage=limit),
                 state_dir=checkpoint / "groupscope",
                 checkpoint=checkpoint,
+                end_quietly=True,
             )
+            processor.store_outage = store_outage
             writer = df.writeStream.foreachBatch(processor).option(
                 "checkpointLocation", str(checkpoint)
             )
@@ -265,15 +300,21 @@ def _run_query(
             else:
                 writer = writer.trigger(processingTime=f"{int(trigger * 1000)} milliseconds")
             query = writer.start()
-            _follow(query, processor)
+            _follow(query, processor, watch, limit)
         finally:
             engine.dispose()
     return 0
 
 
-def _follow(query: Any, processor: Any) -> None:
+def _follow(
+    query: Any, processor: Any, watch: BrokerWatch | None = None, limit: float | None = None
+) -> None:
     """Wait for the query, printing progress to stderr and reporting the pipeline's
-    health to the store every few seconds."""
+    health to the store every few seconds (degraded while `watch` finds the broker
+    away). A query that failed because a dependency stayed away past `--max-outage`
+    ends with that one line."""
+    from pyspark.errors import StreamingQueryException
+
     from services import shutdown
 
     started, shown, reported = time.monotonic(), -1, None
@@ -284,7 +325,10 @@ def _follow(query: Any, processor: Any) -> None:
             log.info("stopping: waiting for the batch in flight")
             query.stop()
             return
-        query.awaitTermination(2)
+        try:
+            query.awaitTermination(2)
+        except StreamingQueryException:
+            break  # query.exception() below says why
         if processor.batches != shown:
             shown = processor.batches
             last = processor.last
@@ -296,32 +340,58 @@ def _follow(query: Any, processor: Any) -> None:
                 flush=True,
             )
         if query.isActive:
-            reported = _report(
-                processor,
-                health.report(processor.source, query.status, query.lastProgress),
-                reported,
-            )
+            report = health.report(processor.source, query.status, query.lastProgress)
+            if watch is not None:
+                watch.poll()
+                report = watch.apply(report)
+                if limit is not None and watch.outage.elapsed() >= limit:
+                    _stop_quietly(query)
+                    raise OutageError(watch.outage.give_up_message(limit))
+            reported = _report(processor, report, reported)
     error = query.exception()
     if error is not None:
+        if processor.gave_up is not None:
+            raise processor.gave_up
+        from spark_jobs.broker import unavailable_message
+
+        message = unavailable_message(error)
+        if message is not None:
+            raise OutageError(message)
         raise RuntimeError(f"the streaming query failed: {error}")
     _report(processor, health.report(processor.source, {}, query.lastProgress, True), reported)
 
 
+def _stop_quietly(query: Any) -> None:
+    """Stop a query the job gives up on; the tasks and the batch it cancels are not
+    news (Spark logs each, py4j the batch's exception with its traceback)."""
+    from pyspark.sql import SparkSession
+
+    SparkSession.builder.getOrCreate().sparkContext.setLogLevel("OFF")
+    logging.getLogger("py4j.clientserver").setLevel(logging.CRITICAL)
+    query.stop()
+
+
 def _report(processor: Any, report: Any, previous: Any) -> Any:
-    """Write the report when it changed or every 15 s; a store outage only logs."""
-    from services.store.errors import StoreError
+    """Write the report when it changed or every 15 s; a store outage only logs (once,
+    through the outage the batch writes share)."""
+    from services.store.errors import StoreError, StoreUnavailableError
 
     same = previous is not None and (
         previous.caught_up,
         previous.records_behind,
-    ) == (report.caught_up, report.records_behind)
+        previous.degraded_reason is None,
+    ) == (report.caught_up, report.records_behind, report.degraded_reason is None)
     if same and (report.at - previous.at).total_seconds() < 15:
         return previous
     try:
         processor.store.report_status(report)
+    except StoreUnavailableError as exc:
+        processor.store_outage.down(str(exc))
+        return previous
     except StoreError as exc:
         log.warning("pipeline status not written: %s", exc)
         return previous
+    processor.store_outage.up()
     return report
 
 
@@ -338,16 +408,14 @@ def main(argv: list[str] | None = None) -> int:
     args.command = "stream"
     from services.cli import UsageError
     from services.shutdown import stoppable
-    from services.store.errors import StoreError
+    from services.store.options import store_command
 
     try:
-        return stoppable(run)(args)
+        # A store error is one line, as under the CLI.
+        return store_command(stoppable(run))(args)
     except UsageError as exc:
         print(f"stream: {exc}", file=sys.stderr)
         return 2
-    except StoreError as exc:  # as `groupscope stream` does (store_command)
-        print(f"stream: {exc}", file=sys.stderr)
-        return 1
 
 
 if __name__ == "__main__":

@@ -265,3 +265,7 @@ class PipelineReport:
     records_behind: int | None = None  # None when the source cannot count records
     input_rate: float | None = None  # rows/s of the last batch, as Spark reports it
     processed_rate: float | None = None
+    # Set while a dependency (the broker) is unreachable and the job waits for it;
+    # None clears them (the exporter publishes both).
+    degraded_reason: str | None = None
+    degraded_since: datetime | None = None

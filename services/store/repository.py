@@ -214,12 +214,15 @@ ON CONFLICT (source) DO UPDATE SET
 
 REPORT_STATUS = """
 INSERT INTO pipeline_status AS s (source, batches_total, records_total, caught_up,
-    records_behind, input_rows_per_second, processed_rows_per_second, updated_at)
+    records_behind, input_rows_per_second, processed_rows_per_second, updated_at,
+    degraded_reason, degraded_since)
 VALUES (%(source)s, 0, 0, %(caught_up)s, %(records_behind)s, %(input_rate)s,
-    %(processed_rate)s, %(at)s)
+    %(processed_rate)s, %(at)s, %(degraded_reason)s, %(degraded_since)s)
 ON CONFLICT (source) DO UPDATE SET
     caught_up = excluded.caught_up,
     records_behind = excluded.records_behind,
+    degraded_reason = excluded.degraded_reason,
+    degraded_since = excluded.degraded_since,
     input_rows_per_second = coalesce(excluded.input_rows_per_second, s.input_rows_per_second),
     processed_rows_per_second =
         coalesce(excluded.processed_rows_per_second, s.processed_rows_per_second),
