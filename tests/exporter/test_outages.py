@@ -488,7 +488,7 @@ def test_it_listens_on_the_chosen_address_ipv6_too(database_url: str, tmp_path: 
 def test_bad_exporter_flags_get_one_line() -> None:
     for flags, message in (
         (["--connect-timeout", "1s"], "--connect-timeout must be at least 2s"),
-        (["--max-connections", "0"], "--max-connections must be at least 1"),
+        (["--max-connections", "0"], "--max-connections must be 1-10,000"),
         (["--http-timeout", "0s"], "--http-timeout must be positive"),
         (["--source-stale-after", "later"], "--source-stale-after expects a duration"),
         (["--host", "no.such.host.invalid"], "cannot listen on no.such.host.invalid"),

@@ -145,7 +145,7 @@ def test_spark_submit_refuses_a_checkpoint_ahead_in_one_line(
     )
     assert code == 1
     err = capsys.readouterr().err.strip()
-    assert err.startswith("stream: checkpoint") and "\n" not in err
+    assert err.startswith("groupscope stream: checkpoint") and "\n" not in err
     assert "committed batch 4" in err and "--reset-checkpoint" in err
 
 
