@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed
 # (root, or sudo without a password); otherwise those tests skip and say why.
 APT_PACKAGES := prometheus:prometheus gcc:gcc
 
-.PHONY: setup system-deps demo test lint format bench clean
+.PHONY: setup system-deps kafka demo test lint format bench clean
 
 system-deps:
 	@missing=""; for pair in $(APT_PACKAGES); do \
@@ -35,10 +35,26 @@ $(STAMP): pyproject.toml services/codec/_speedups.c spark_jobs/_kafka_read.c
 setup: $(STAMP)
 	@$(BIN)/python -m spark_jobs.jvm_archive
 
+# Apache Kafka (broker, Java clients, the coordinator's assignors and specs) from Maven
+# Central into Maven's own cache, for the tests marked real_kafka (tests/kafka/pom.xml).
+# The classpath goes beside the virtualenv; nothing of Kafka enters the repository.
+# Without Maven or its registry the target says so, and those tests skip (or fail, where
+# GROUPSCOPE_REQUIRE_KAFKA is set, as in CI).
+KAFKA_CLASSPATH := $(VENV)/share/groupscope/kafka.classpath
+
+$(KAFKA_CLASSPATH): tests/kafka/pom.xml
+	@mkdir -p $(dir $@)
+	@if command -v mvn >/dev/null 2>&1 && mvn -q -B -f tests/kafka/pom.xml \
+	    dependency:build-classpath -Dmdep.outputFile=$(abspath $@).tmp >$(VENV)/kafka-maven.log 2>&1; \
+	then mv $@.tmp $@; echo "kafka: classpath in $@"; \
+	else rm -f $@.tmp; echo "kafka: not resolved (see $(VENV)/kafka-maven.log); real_kafka tests will skip"; fi
+
+kafka: $(STAMP) $(KAFKA_CLASSPATH)
+
 demo: setup
 	$(BIN)/groupscope demo
 
-test: setup system-deps lint
+test: setup system-deps kafka lint
 	$(BIN)/python -m pytest
 
 lint: setup
