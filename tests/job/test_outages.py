@@ -491,13 +491,16 @@ def test_once_gives_up_on_a_long_database_outage_in_one_line_and_resumes_later(
         job.wait_for(r"groupscope.stream batch 0:", SPARK_START_S)
         own_postgres.stop()
         stopped = time.monotonic()
-        job.process.wait(60)
+        job.process.wait(90)
         gave_up_after = time.monotonic() - stopped
         job._reader.join(10)
     finally:
         job.kill()
     assert job.process.returncode == 1, job.tail()
-    assert 10 <= gave_up_after < 40
+    # Never before the limit; after it, the failing write's last try and Spark's
+    # shutdown come on top (about 15 s on a quiet machine; the bound leaves room for a
+    # loaded 2-core CI machine, and still catches a job that waits on).
+    assert 10 <= gave_up_after < 90
     assert_no_traceback(job)
     last = job.lines[-1].strip()
     assert re.fullmatch(
@@ -568,13 +571,16 @@ def test_once_gives_up_on_a_frozen_broker_in_one_line(
         job.wait_for(r"groupscope.stream batch 0: 2 records", SPARK_START_S)
         own_tansu.freeze()
         frozen = time.monotonic()
-        job.process.wait(90)
+        job.process.wait(150)
         gave_up_after = time.monotonic() - frozen
         job._reader.join(10)
     finally:
         job.kill()
     assert job.process.returncode == 1, job.tail()
-    assert 10 <= gave_up_after < 60
+    # Never before the limit; after it, finding the stall (empty polls, a probe that
+    # times out against the frozen broker) and Spark's shutdown come on top: 20-30 s on
+    # a quiet machine, 76 s once on a loaded 2-core one. A job that waits on fails this.
+    assert 10 <= gave_up_after < 150
     assert_no_traceback(job)
     assert re.fullmatch(
         rf"groupscope stream: the Kafka broker at {own_tansu.bootstrap} unavailable for "
