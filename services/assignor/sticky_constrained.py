@@ -29,7 +29,7 @@ class ConstrainedBuilder:
         self.expected_over = total % n
         self.current_over = 0
         self.assignment: list[list[int]] = [[] for _ in range(n)]
-        self.revoked: set[int] = set()
+        self.revoked: dict[int, int] = {}  # maybeRevokedPartitions: partition -> owner
         self.under: list[int] = []
         self.exactly: list[int] = []
         self.transferring: dict[int, int] = {}
@@ -61,13 +61,16 @@ class ConstrainedBuilder:
         for i in prep.order:
             owned = prep.owned[i]
             if rack_info.enabled:
-                owned = [g for g in owned if not rack_info.mismatch(i, g)]
+                mismatched = [g for g in owned if rack_info.mismatch(i, g)]
+                if mismatched:
+                    self.revoked.update(dict.fromkeys(mismatched, i))
+                    owned = [g for g in owned if not rack_info.mismatch(i, g)]
             owned = sorted(owned, key=by_partition_then_topic)
             if prep.multiple_owners:
                 owned = [g for g in owned if g not in prep.multiple_owners]
             keep = self._quota(i, len(owned))
             kept = owned[:keep]
-            self.revoked.update(owned[keep:])
+            self.revoked.update(dict.fromkeys(owned[keep:], i))
             self.assignment[i].extend(kept)
             assigned.update(kept)
         everything = range(prep.total)
@@ -95,7 +98,7 @@ class ConstrainedBuilder:
     def _assign_new(self, gid: int, member: int) -> int:
         partitions = self.assignment[member]
         partitions.append(gid)
-        if gid in self.revoked or gid in self.prep.multiple_owners:
+        if self.revoked.get(gid, member) != member or gid in self.prep.multiple_owners:
             self.transferring[gid] = member
         return len(partitions)
 
