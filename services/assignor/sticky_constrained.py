@@ -12,10 +12,11 @@ from __future__ import annotations
 
 from itertools import filterfalse
 
+from services.assignor.model import AssignmentError
 from services.assignor.sticky_input import StickyInput
 
 
-class IllegalStateError(RuntimeError):
+class IllegalStateError(AssignmentError):
     """Kafka's ``IllegalStateException``: the assignment algorithm contradicted itself."""
 
 
@@ -115,7 +116,7 @@ class ConstrainedBuilder:
                 count = len(self.assignment[member]) + 1
                 if count >= self.min_quota:
                     del under[index]
-                    if count < self.max_quota:
+                    if count < self.max_quota and self.current_over < self.expected_over:
                         exactly.append(member)
                 else:
                     index += 1
@@ -126,6 +127,9 @@ class ConstrainedBuilder:
                     member = exactly[first]
                     if len(self.assignment[member]) + 1 == self.max_quota:
                         del exactly[first]
+                        self.current_over += 1
+                        if self.current_over == self.expected_over:
+                            exactly.clear()
             if member is None:
                 left.append(g)
             else:

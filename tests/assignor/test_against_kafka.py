@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from services.assignor import assign
@@ -140,6 +140,59 @@ def comparable(assignor: str, result):
     return {m: wire_form(parts) for m, parts in result.items()}
 
 
+def m(mid: str, topics, owned=(), generation=None, rack=None) -> dict:
+    return {
+        "id": mid,
+        "topics": list(topics),
+        "owned": list(owned),
+        "generation": generation,
+        "rack": rack,
+        "group_instance_id": None,
+    }
+
+
+# Differences the differential tests found, kept as fixed examples.
+# range: "b" and "B" share a HashMap bucket, so Kafka keeps the order the member gave.
+RANGE_TOPIC_ORDER = ({"B": 1, "b": 1}, [m("c0", ["b", "B"])], None)
+# cooperative-sticky: c0 owns B-0, off its rack; it moves to c1 only after c0 revokes it.
+COOPERATIVE_OFF_RACK = (
+    {"B": 2},
+    [m("c0", ["B"], [("B", 0)], rack="r1"), m("c1", ["B"])],
+    {"B": [[], ["r1"]]},
+)
+# sticky, rack-aware round robin: BB, at minQuota, must not take the last extra slot.
+STICKY_RACK_QUOTA = (
+    {"a": 3, "b": 5},
+    [
+        *(m(i, ["a", "b"]) for i in ["c0", "c1", "c2", "c3", "c10"]),
+        m("Aa", ["a", "b"], [("a", 0), ("a", 1)]),
+        m("BB", ["a", "b"], rack="r2"),
+    ],
+    {"b": [[], [], [], ["r2"], ["r2"]]},
+)
+# sticky: Aa owned a-0 in an older generation but subscribes to nothing: Kafka's
+# performReassignments dereferences its (absent) assignment and throws.
+STICKY_FIXED_PREVIOUS_OWNER = (
+    {"a": 2},
+    [
+        m("c0", ["a"], [("a", 0), ("a", 1)], generation=1),
+        m("c1", []),
+        m("c2", [], [("a", 0)]),
+        m("Aa", ["a"]),
+    ],
+    None,
+)
+# uniform: Kafka 4.3.1 ignores racks; members keep what they own.
+UNIFORM_OFF_RACK = (
+    {"t": 4},
+    [
+        m("A", ["t"], [("t", 0), ("t", 1)], rack="r1"),
+        m("B", ["t"], [("t", 2), ("t", 3)], rack="r2"),
+    ],
+    {"t": [["r1"], ["r2"], ["r1"], ["r2"]]},
+)
+
+
 def check_same(kafka: KafkaAssignors, assignor: str, counts, members, racks=None):
     """Ours equals Kafka's (or both fail); returns the assignment."""
     expected = kafkas(kafka, assignor, counts, members, racks)
@@ -157,6 +210,10 @@ def check_same(kafka: KafkaAssignors, assignor: str, counts, members, racks=None
 
 @CHECKED
 @given(assignor=st.sampled_from(CLIENT), group=groups())
+@example(assignor="range", group=RANGE_TOPIC_ORDER)
+@example(assignor="cooperative-sticky", group=COOPERATIVE_OFF_RACK)
+@example(assignor="sticky", group=STICKY_RACK_QUOTA)
+@example(assignor="sticky", group=STICKY_FIXED_PREVIOUS_OWNER)
 def test_client_side_assignors_equal_kafkas(kafka_assignors, assignor, group):
     check_same(kafka_assignors, assignor, *group)
 
@@ -169,6 +226,7 @@ def test_sticky_with_identical_subscriptions_equals_kafkas(kafka_assignors, assi
 
 @CHECKED
 @given(assignor=st.sampled_from(SERVER), group=groups(exclusive_owned=True))
+@example(assignor="uniform", group=UNIFORM_OFF_RACK)
 def test_server_side_assignors_equal_kafkas(kafka_assignors, assignor, group):
     check_same(kafka_assignors, assignor, *group)
 
