@@ -877,3 +877,42 @@ CONSUMER_PROTOCOL_ASSIGNMENT = Message(
         F("UserData", "bytes", "0+", nullable="0+", default=None),
     ),
 )
+
+
+# Layouts of in-development values before Kafka 4.1 changed them incompatibly (the trunk
+# snapshot these tables were first written from, 4.1.0-SNAPSHOT of Dec 2024): no
+# MetadataHash (KIP-1101) in the share and streams group metadata values, and no
+# InitializingTopics in ShareGroupStatePartitionMetadataValue. Read as fallbacks.
+SHARE_GROUP_METADATA_VALUE_4_0 = Message(
+    "ShareGroupMetadataValue",
+    "0",
+    "0+",
+    (F("Epoch", "int32", "0+"),),
+)
+
+STREAMS_GROUP_METADATA_VALUE_4_0 = Message(
+    "StreamsGroupMetadataValue",
+    "0",
+    "0+",
+    (F("Epoch", "int32", "0+"),),
+)
+
+SHARE_GROUP_STATE_PARTITION_METADATA_VALUE_4_0 = Message(
+    "ShareGroupStatePartitionMetadataValue",
+    "0",
+    "0+",
+    (
+        F(
+            "InitializedTopics",
+            "[]TopicPartitionsInfo",
+            "0+",
+            fields=TOPIC_PARTITIONS_INFO_SHARE_GROUP_STATE_PARTITION_METADATA_VALUE,
+        ),
+        F(
+            "DeletingTopics",
+            "[]TopicInfo",
+            "0+",
+            fields=TOPIC_INFO_SHARE_GROUP_STATE_PARTITION_METADATA_VALUE,
+        ),
+    ),
+)

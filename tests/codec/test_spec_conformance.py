@@ -138,10 +138,11 @@ def spec_message(spec: dict[str, Any]) -> list[dict]:
     return spec_fields(spec["fields"], common)
 
 
+FALLBACKS = {id(m) for rt in RECORD_TYPES.values() for m in rt.fallbacks}
 TABLES: dict[str, Message] = {
     m.name: m
     for m in vars(schemas).values()
-    if isinstance(m, Message) and m is not schemas.SHARE_GROUP_PARTITION_METADATA_VALUE_3_9
+    if isinstance(m, Message) and id(m) not in FALLBACKS  # older layouts, read as fallbacks
 }
 NAMES = _names()
 
