@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
-from services.assignor.javaorder import java_str_key
+from services.assignor.javaorder import hashmap_order, java_str_key
 from services.assignor.model import Member
 
 
@@ -26,6 +26,24 @@ def subscribed_partition_counts(
     subscribed = {t for m in members for t in m.topics}
     topics = sorted((t for t in subscribed if counts.get(t, 0) > 0), key=java_str_key)
     return {t: counts[t] for t in topics}
+
+
+def partitions_per_topic_order(counts: Mapping[str, int], members: Sequence[Member]) -> list[str]:
+    """The iteration order of the ``partitionsPerTopic`` HashMap Kafka's client builds.
+
+    ``AbstractPartitionAssignor.assign(Cluster, ...)`` adds every member's topics, members
+    in the subscriptions HashMap's order and each member's topics in the order sent, to a
+    HashSet, then puts the topics that have partitions into a HashMap in that set's order.
+    Both iterate by bucket, then insertion order, so names sharing a bucket keep the order
+    in which the members listed them.
+    """
+    seen: dict[str, None] = {}
+    for i in hashmap_order([m.id for m in members]):
+        seen.update(dict.fromkeys(members[i].topics))
+    names = list(seen)
+    in_set = [names[i] for i in hashmap_order(names)]
+    present = [t for t in in_set if counts.get(t, 0) > 0]
+    return [present[i] for i in hashmap_order(present)]
 
 
 def use_rack_aware_assignment(

@@ -16,11 +16,11 @@ from itertools import islice, repeat
 from services.assignor.common import (
     consumer_rack,
     member_info_key,
+    partitions_per_topic_order,
     replica_racks,
     subscribed_partition_counts,
     use_rack_aware_assignment,
 )
-from services.assignor.javaorder import hashmap_order
 from services.assignor.model import Assignment, Member
 
 
@@ -158,8 +158,7 @@ def assign_range(
     for m in members:
         for t in m.topics:
             subscribers[t].append(m)
-    names = list(per_topic)
-    ordered = [names[i] for i in hashmap_order(names)]
+    ordered = partitions_per_topic_order(per_topic, members)
     sorted_subscribers = {t: sorted(subscribers[t], key=lambda m: keys[m.id]) for t in ordered}
     assignment: dict[str, list] = {m.id: [] for m in members}
     if not any(consumer_rack(m) for m in members):

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 from itertools import filterfalse
 
+from services.assignor.model import AssignmentError
 from services.assignor.sticky_input import StickyInput
 
 
-class IllegalStateError(RuntimeError):
+class IllegalStateError(AssignmentError):
     """Kafka's ``IllegalStateException``: the assignment algorithm contradicted itself."""
 
 
@@ -29,7 +30,7 @@ class ConstrainedBuilder:
         self.expected_over = total % n
         self.current_over = 0
         self.assignment: list[list[int]] = [[] for _ in range(n)]
-        self.revoked: set[int] = set()
+        self.revoked: dict[int, int] = {}  # maybeRevokedPartitions: partition -> owner
         self.under: list[int] = []
         self.exactly: list[int] = []
         self.transferring: dict[int, int] = {}
@@ -61,13 +62,16 @@ class ConstrainedBuilder:
         for i in prep.order:
             owned = prep.owned[i]
             if rack_info.enabled:
-                owned = [g for g in owned if not rack_info.mismatch(i, g)]
+                mismatched = [g for g in owned if rack_info.mismatch(i, g)]
+                if mismatched:
+                    self.revoked.update(dict.fromkeys(mismatched, i))
+                    owned = [g for g in owned if not rack_info.mismatch(i, g)]
             owned = sorted(owned, key=by_partition_then_topic)
             if prep.multiple_owners:
                 owned = [g for g in owned if g not in prep.multiple_owners]
             keep = self._quota(i, len(owned))
             kept = owned[:keep]
-            self.revoked.update(owned[keep:])
+            self.revoked.update(dict.fromkeys(owned[keep:], i))
             self.assignment[i].extend(kept)
             assigned.update(kept)
         everything = range(prep.total)
@@ -95,7 +99,7 @@ class ConstrainedBuilder:
     def _assign_new(self, gid: int, member: int) -> int:
         partitions = self.assignment[member]
         partitions.append(gid)
-        if gid in self.revoked or gid in self.prep.multiple_owners:
+        if self.revoked.get(gid, member) != member or gid in self.prep.multiple_owners:
             self.transferring[gid] = member
         return len(partitions)
 
@@ -112,7 +116,7 @@ class ConstrainedBuilder:
                 count = len(self.assignment[member]) + 1
                 if count >= self.min_quota:
                     del under[index]
-                    if count < self.max_quota:
+                    if count < self.max_quota and self.current_over < self.expected_over:
                         exactly.append(member)
                 else:
                     index += 1
@@ -123,6 +127,9 @@ class ConstrainedBuilder:
                     member = exactly[first]
                     if len(self.assignment[member]) + 1 == self.max_quota:
                         del exactly[first]
+                        self.current_over += 1
+                        if self.current_over == self.expected_over:
+                            exactly.clear()
             if member is None:
                 left.append(g)
             else:

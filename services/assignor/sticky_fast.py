@@ -90,7 +90,7 @@ class KeptPairsBuilder(ConstrainedBuilder):
             for topic, p in pairs[keep:]:
                 t = index[topic]
                 claimed[t][p] = 0
-                self.revoked.add(base[t] + p)
+                self.revoked[base[t] + p] = i
         unassigned: list[int] = []
         for topic, start, marks in zip(self.prep.topics, base, claimed, strict=True):
             free = free_partitions(marks)

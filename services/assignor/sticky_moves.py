@@ -14,6 +14,7 @@ from __future__ import annotations
 from itertools import compress, count, islice
 from operator import gt
 
+from services.assignor.model import AssignmentError
 from services.assignor.sticky_input import StickyInput
 from services.assignor.sticky_structures import PartitionMovements, SortedMembers
 
@@ -80,13 +81,9 @@ class Reassignments:
                 g = partitions[position]
                 position += 1
                 previous = prev.get(g)
-                # Kafka would throw a NullPointerException for a previous owner whose
-                # assignment is fixed; we skip that hint instead.
-                if (
-                    previous is not None
-                    and current[previous[0]] is not None
-                    and sizes[owner[g]] > sizes[previous[0]] + 1
-                ):
+                if previous is not None and current[previous[0]] is None:
+                    raise self._fixed_previous_owner(g, previous[0])
+                if previous is not None and sizes[owner[g]] > sizes[previous[0]] + 1:
                     self._reassign(g, previous[0])
                 else:
                     self._reassign(g, self._least_loaded_subscriber(self.topic_of[g]))
@@ -119,11 +116,21 @@ class Reassignments:
             previous = prev.get(g)
             if size > limit[topic_of[g]] or (
                 previous is not None
-                and current[previous[0]] is not None
-                and size > sizes[previous[0]] + 1
+                and (current[previous[0]] is None or size > sizes[previous[0]] + 1)
             ):
                 return position
         return len(partitions)
+
+    def _fixed_previous_owner(self, gid: int, member: int) -> AssignmentError:
+        """Kafka's ``performReassignments`` asks for the assignment of a partition's previous
+        owner; one whose assignment is fixed (it cannot take part in balancing) has none
+        there, and ``AbstractStickyAssignor`` fails with a NullPointerException."""
+        topic, partition = self.prep.partition_tuples()[gid]
+        return AssignmentError(
+            f"Kafka's sticky assignor fails on this group (NullPointerException): "
+            f"{topic}-{partition} was owned in an older generation by "
+            f"{self.prep.members[member].id!r}, whose assignment cannot change"
+        )
 
     def _move_limits(self) -> list[int]:
         """Per topic: an owner holding more than this has a subscriber two or more lighter."""

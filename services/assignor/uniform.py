@@ -1,10 +1,11 @@
 """``uniform``: ``org.apache.kafka.coordinator.group.assignor.UniformAssignor`` (KIP-848).
 
 Homogeneous groups go to ``UniformHomogeneousAssignmentBuilder``, heterogeneous ones to
-``UniformHeterogeneousAssignmentBuilder`` (see their modules). Kafka iterates topics by
-topic id (a HashSet of UUIDs, or UUID order as the last tie-break); we use topic names.
-Which partitions move can therefore differ from Kafka, though the sizes and the number of
-moves follow the same rules.
+``UniformHeterogeneousAssignmentBuilder`` (see their modules). Kafka 4.3.1's builders
+ignore racks, so ``racks`` plays no part. Kafka iterates topics by topic id (a HashSet of
+UUIDs, or UUID order as the last tie-break); we use topic names. The result is Kafka's
+exactly when the ids sort like the names (as the differential tests arrange); otherwise
+which partitions move can differ, though the sizes and the number of moves do not.
 """
 
 from __future__ import annotations
@@ -22,11 +23,13 @@ def assign_uniform(
     members: list[Member],
     racks: Mapping[str, Sequence[frozenset[str]]],
 ) -> dict:
+    """``UniformAssignor.assign``; ``racks`` is accepted for the common signature only."""
+    del racks
     if not members:
         return {}
     ordered = member_order(members)
     if all(set(m.topics) == set(ordered[0].topics) for m in ordered):
-        assigned = assign_homogeneous(counts, ordered, racks)
+        assigned = assign_homogeneous(counts, ordered)
     else:
         assigned = HeterogeneousBuilder(counts, ordered).build()
     return to_output(members, assigned)

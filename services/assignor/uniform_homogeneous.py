@@ -1,31 +1,25 @@
-"""``UniformHomogeneousAssignmentBuilder``: every member subscribes to the same topics.
+"""``UniformHomogeneousAssignmentBuilder`` (Kafka 4.3.1): every member subscribes to the
+same topics.
 
 Members, in the coordinator's HashMap order, keep owned partitions up to their quota
-(``P // N``, plus one for ``P % N`` of them: first those already holding that many, then
-the last unfilled members), and the unfilled ones take the unassigned partitions in turn.
-With member and replica racks, only partitions on a member's rack are kept, and unassigned
-ones go to a member on their rack first.
+(``P // N``, plus one while extra slots remain; a member that cannot fill its extra slot
+gives it up unless it is among the last ``P % N`` members), and the unfilled members, in
+that order, take the unassigned partitions in turn. Kafka 4.3.1's builder ignores racks.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
-from services.assignor.common import consumer_rack, replica_racks, use_rack_aware_assignment
 from services.assignor.model import Member, PartitionAssignorError
 from services.assignor.server_common import current_assignment, missing_topic, sorted_topics
 
 
-def assign_homogeneous(
-    counts: Mapping[str, int],
-    members: list[Member],
-    racks: Mapping[str, Sequence[frozenset[str]]],
-) -> dict:
-    """``UniformHomogeneousAssignmentBuilder``, rack-aware version.
+def assign_homogeneous(counts: Mapping[str, int], members: list[Member]) -> dict:
+    """``UniformHomogeneousAssignmentBuilder.build``; ``members`` in HashMap order.
 
-    Each member, in HashMap order, keeps owned partitions up to its quota (with racks in
-    play, only those on its rack). The ``P % N`` extra slots go first to members already
-    holding an extra partition, then to the last unfilled members.
+    Unassigned partitions are those no member owns, topics in topic-id order (here: by
+    name), followed by the partitions members give up, in the order they give them up.
     """
     topics = sorted_topics(set(members[0].topics))
     if not topics:
@@ -33,31 +27,16 @@ def assign_homogeneous(
     for topic in topics:
         if topic not in counts:
             raise missing_topic(topic)
-    rack = {m.id: consumer_rack(m) for m in members}
-    member_racks = {r for r in rack.values() if r}
-    per_partition = (
-        [replica_racks(racks, t, p) for t in topics for p in range(counts[t])]
-        if member_racks and racks
-        else []
-    )
-    use_racks = use_rack_aware_assignment(
-        member_racks, set().union(*per_partition) if per_partition else set(), per_partition
-    )
-
-    def rack_match(member_id: str, topic: str, partition: int) -> bool:
-        return rack[member_id] is not None and rack[member_id] in replica_racks(
-            racks, topic, partition
-        )
-
     old = current_assignment(members, counts)
     taken = {(t, p) for per_topic in old.values() for t, ps in per_topic.items() for p in ps}
     unassigned = [(t, p) for t in topics for p in range(counts[t]) if (t, p) not in taken]
     total = sum(counts[t] for t in topics)
-    min_quota, extra = divmod(total, len(members))
+    count = len(members)
+    min_quota, extra = divmod(total, count)
     subscribed = set(topics)
     target: dict[str, dict[str, list[int]]] = {}
-    unfilled: list[list] = []
-    for m in members:
+    unfilled: list[tuple[str, int]] = []
+    for index, m in enumerate(members):
         quota, has_extra = min_quota, False
         if extra > 0:
             quota, has_extra = quota + 1, True
@@ -65,59 +44,26 @@ def assign_homogeneous(
         for topic, partitions in old[m.id].items():
             if topic not in subscribed:
                 continue
-            if len(partitions) <= quota and not use_racks:
+            if len(partitions) <= quota:
                 quota -= len(partitions)
                 mine[topic] = list(partitions)
                 continue
-            kept = []
-            for p in partitions:
-                if quota > 0 and (not use_racks or rack_match(m.id, topic, p)):
-                    quota -= 1
-                    kept.append(p)
-                else:
-                    unassigned.append((topic, p))
-            if kept:
-                mine[topic] = kept
-        if quota > 0 and has_extra:
+            if quota > 0:
+                mine[topic] = partitions[:quota]
+            unassigned.extend((topic, p) for p in partitions[quota:])
+            quota = 0
+        if quota > 0 and has_extra and count - index > extra:
             quota, has_extra = quota - 1, False
-        if quota == 0 and has_extra:
+        if quota > 0:
+            unfilled.append((m.id, quota))
+        if has_extra:
             extra -= 1
-        if quota > 0 or (extra > 0 and not has_extra):
-            unfilled.append([m.id, quota])
         target[m.id] = mine
-
-    if use_racks:
-        left = []
-        for topic, p in unassigned:
-            i = 0
-            while i < len(unfilled):
-                member_id, quota = unfilled[i]
-                if quota == 0 and extra == 0:
-                    del unfilled[i]
-                    continue
-                if not rack_match(member_id, topic, p):
-                    i += 1
-                    continue
-                target[member_id].setdefault(topic, []).append(p)
-                if quota > 0:
-                    unfilled[i][1] -= 1
-                else:
-                    del unfilled[i]
-                    extra -= 1
-                break
-            else:
-                left.append((topic, p))
-        unassigned = left
-
-    for entry in reversed(unfilled):
-        if extra > 0:
-            extra -= 1
-            entry[1] += 1
-    index = 0
+    position = 0
     for member_id, quota in unfilled:
-        for topic, partition in unassigned[index : index + quota]:
+        for topic, partition in unassigned[position : position + quota]:
             target[member_id].setdefault(topic, []).append(partition)
-        index += quota
-    if index < len(unassigned):
+        position += quota
+    if position < len(unassigned):
         raise PartitionAssignorError("Partitions were left unassigned")
     return target

@@ -178,11 +178,21 @@ class _StructWriter:
             raise TypeError(f"unsupported field type {f.type!r} in {path}")
 
     def array(self, f: Field, target: str, path: str, nullable: bool) -> None:
-        if nullable:
-            raise TypeError(f"nullable arrays are not used by any record spec ({path})")
         element = f.element
         unit = _SIZES[_ARRAY_ELEMENT[element]] if element in _ARRAY_ELEMENT else 1
-        n = self.length(path, False, "i", unit)
+        n = self.length(path, nullable, "i", unit)
+        if nullable:  # length -1: null (the tagged AssignmentEpochs, LastAssignmentConfigs)
+            self.src(f"if {n} < 0: {target} = None")
+            self.src("else:")
+            self.src.depth += 1
+            self.array_elements(f, target, path, n)
+            self.flush()
+            self.src.depth -= 1
+        else:
+            self.array_elements(f, target, path, n)
+
+    def array_elements(self, f: Field, target: str, path: str, n: str) -> None:
+        element = f.element
         if f.is_struct:
             sub = self.c.nested(f, self.version, self.checked)
             item = self.src.var("i")
@@ -240,9 +250,15 @@ class _StructWriter:
         for f in tagged:
             self.src(f"{branch} _t == {f.tag}:")
             self.src.depth += 1
-            sub = self.c.nested(f, self.version, self.checked)
-            # Inside a tagged field a nullable struct's marker is an UNSIGNED_VARINT.
-            self.src(f"_r[{f.snake!r}] = None if b[p] in (0, 255) else {sub}(b, p + 1)[0]")
+            if f.is_struct and not f.is_array:
+                sub = self.c.nested(f, self.version, self.checked)
+                # Inside a tagged field a nullable struct's marker is an UNSIGNED_VARINT.
+                self.src(f"_r[{f.snake!r}] = None if b[p] in (0, 255) else {sub}(b, p + 1)[0]")
+            else:  # a tagged int, uuid, string or array: its usual encoding, within _z bytes
+                self.src("_q = p")
+                self.field(f, f"_r[{f.snake!r}]", f.snake)
+                self.flush()
+                self.src("p = _q")
             self.src.depth -= 1
             branch = "elif"
         self.src(f"{'else' if tagged else 'if True'}:")

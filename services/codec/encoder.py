@@ -105,8 +105,13 @@ class _PlanBuilder:
         else:
             element = self.writer(Field(f.name, f.element, f.versions), path)
 
+        nullable = f.nullable_in(self.version)
+
         def write_array(out: bytearray, values: Any) -> None:
             if values is None:
+                if nullable:
+                    length(out, -1)
+                    return
                 raise EncodeError(f"{path} is not nullable")
             length(out, len(values))
             for value in values:
@@ -125,9 +130,11 @@ class _PlanBuilder:
             (
                 f.tag,
                 f.snake,
-                self.struct(f.fields, f.snake) if f.is_struct else self.writer(f, f.snake),
+                self.struct(f.fields, f.snake)
+                if f.is_struct and not f.is_array
+                else self.writer(f, f.snake),
                 f.default_value(),
-                f.is_struct,
+                f.is_struct and not f.is_array,
             )
             for f in fields
             if f.tagged_in(v)

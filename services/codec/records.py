@@ -171,6 +171,9 @@ def _registry() -> dict[int, RecordType]:
     ]
     registry = {t: RecordType(t, name, key, value) for t, name, key, value in types}
     registry[9].fallbacks = (s.SHARE_GROUP_PARTITION_METADATA_VALUE_3_9,)
+    registry[11].fallbacks = (s.SHARE_GROUP_METADATA_VALUE_4_0,)
+    registry[15].fallbacks = (s.SHARE_GROUP_STATE_PARTITION_METADATA_VALUE_4_0,)
+    registry[17].fallbacks = (s.STREAMS_GROUP_METADATA_VALUE_4_0,)
     return registry
 
 

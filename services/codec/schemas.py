@@ -39,6 +39,7 @@ OFFSET_COMMIT_VALUE = Message(
         F("metadata", "string", "0+"),
         F("commitTimestamp", "int64", "0+"),
         F("expireTimestamp", "int64", "1", default=-1),
+        F("topicId", "uuid", "4+", tag=0, tagged="4+"),
     ),
 )
 
@@ -89,7 +90,10 @@ CONSUMER_GROUP_METADATA_VALUE = Message(
     "ConsumerGroupMetadataValue",
     "0",
     "0+",
-    (F("Epoch", "int32", "0+"),),
+    (
+        F("Epoch", "int32", "0+"),
+        F("MetadataHash", "int64", "0+", default=0, tag=0, tagged="0+"),
+    ),
 )
 
 
@@ -190,7 +194,10 @@ CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE = Message(
     "ConsumerGroupTargetAssignmentMetadataValue",
     "0",
     "0+",
-    (F("AssignmentEpoch", "int32", "0+"),),
+    (
+        F("AssignmentEpoch", "int32", "0+"),
+        F("AssignmentTimestamp", "int64", "0+", default=0, tag=0, tagged="0+"),
+    ),
 )
 
 
@@ -237,6 +244,7 @@ CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_KEY = Message(
 TOPIC_PARTITIONS_CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE = (
     F("TopicId", "uuid", "0+"),
     F("Partitions", "[]int32", "0+"),
+    F("AssignmentEpochs", "[]int32", "0+", nullable="0+", default=None, tag=0, tagged="0+"),
 )
 
 CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE = Message(
@@ -335,7 +343,10 @@ SHARE_GROUP_METADATA_VALUE = Message(
     "ShareGroupMetadataValue",
     "0",
     "0+",
-    (F("Epoch", "int32", "0+"),),
+    (
+        F("Epoch", "int32", "0+"),
+        F("MetadataHash", "int64", "0+"),
+    ),
 )
 
 
@@ -351,7 +362,10 @@ SHARE_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE = Message(
     "ShareGroupTargetAssignmentMetadataValue",
     "0",
     "0+",
-    (F("AssignmentEpoch", "int32", "0+"),),
+    (
+        F("AssignmentEpoch", "int32", "0+"),
+        F("AssignmentTimestamp", "int64", "0+", default=0, tag=0, tagged="0+"),
+    ),
 )
 
 
@@ -443,6 +457,12 @@ SHARE_GROUP_STATE_PARTITION_METADATA_VALUE = Message(
     "0+",
     (
         F(
+            "InitializingTopics",
+            "[]TopicPartitionsInfo",
+            "0+",
+            fields=TOPIC_PARTITIONS_INFO_SHARE_GROUP_STATE_PARTITION_METADATA_VALUE,
+        ),
+        F(
             "InitializedTopics",
             "[]TopicPartitionsInfo",
             "0+",
@@ -493,7 +513,24 @@ STREAMS_GROUP_METADATA_VALUE = Message(
     "StreamsGroupMetadataValue",
     "0",
     "0+",
-    (F("Epoch", "int32", "0+"),),
+    (
+        F("Epoch", "int32", "0+"),
+        F("MetadataHash", "int64", "0+"),
+        F("ValidatedTopologyEpoch", "int32", "0+", default=-1, tag=0, tagged="0+"),
+        F(
+            "LastAssignmentConfigs",
+            "[]LastAssignmentConfig",
+            "0+",
+            nullable="0+",
+            default=None,
+            tag=1,
+            tagged="0+",
+            fields=(
+                F("Key", "string", "0+"),
+                F("Value", "string", "0+"),
+            ),
+        ),
+    ),
 )
 
 
@@ -591,7 +628,10 @@ STREAMS_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE = Message(
     "StreamsGroupTargetAssignmentMetadataValue",
     "0",
     "0+",
-    (F("AssignmentEpoch", "int32", "0+"),),
+    (
+        F("AssignmentEpoch", "int32", "0+"),
+        F("AssignmentTimestamp", "int64", "0+", default=0, tag=0, tagged="0+"),
+    ),
 )
 
 
@@ -652,6 +692,7 @@ STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT_KEY = Message(
 TASK_IDS_STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE = (
     F("SubtopologyId", "string", "0+"),
     F("Partitions", "[]int32", "0+"),
+    F("AssignmentEpochs", "[]int32", "0+", nullable="0+", default=None, tag=0, tagged="0+"),
 )
 
 STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE = Message(
@@ -834,5 +875,44 @@ CONSUMER_PROTOCOL_ASSIGNMENT = Message(
             ),
         ),
         F("UserData", "bytes", "0+", nullable="0+", default=None),
+    ),
+)
+
+
+# Layouts of in-development values before Kafka 4.1 changed them incompatibly (the trunk
+# snapshot these tables were first written from, 4.1.0-SNAPSHOT of Dec 2024): no
+# MetadataHash (KIP-1101) in the share and streams group metadata values, and no
+# InitializingTopics in ShareGroupStatePartitionMetadataValue. Read as fallbacks.
+SHARE_GROUP_METADATA_VALUE_4_0 = Message(
+    "ShareGroupMetadataValue",
+    "0",
+    "0+",
+    (F("Epoch", "int32", "0+"),),
+)
+
+STREAMS_GROUP_METADATA_VALUE_4_0 = Message(
+    "StreamsGroupMetadataValue",
+    "0",
+    "0+",
+    (F("Epoch", "int32", "0+"),),
+)
+
+SHARE_GROUP_STATE_PARTITION_METADATA_VALUE_4_0 = Message(
+    "ShareGroupStatePartitionMetadataValue",
+    "0",
+    "0+",
+    (
+        F(
+            "InitializedTopics",
+            "[]TopicPartitionsInfo",
+            "0+",
+            fields=TOPIC_PARTITIONS_INFO_SHARE_GROUP_STATE_PARTITION_METADATA_VALUE,
+        ),
+        F(
+            "DeletingTopics",
+            "[]TopicInfo",
+            "0+",
+            fields=TOPIC_INFO_SHARE_GROUP_STATE_PARTITION_METADATA_VALUE,
+        ),
     ),
 )

@@ -183,14 +183,17 @@ def test_uniform_partitions_added():
     assert set(members[1]["owned"]) <= set(result["B"])
 
 
-def test_uniform_rack_aware_keeps_only_partitions_on_the_members_rack():
+def test_uniform_ignores_racks():
+    """Kafka 4.3.1's UniformHomogeneousAssignmentBuilder never asks for replica racks:
+    members keep their owned partitions even off their rack (checked against the class;
+    3.x builders moved them to members on their rack)."""
     racks = {"t": [["r1"], ["r2"], ["r1"], ["r2"]]}
     members = [
         member("A", ["t"], tps("t-0, t-1"), rack="r1"),
         member("B", ["t"], tps("t-2, t-3"), rack="r2"),
     ]
     result = assign("uniform", {"t": 4}, members, racks)
-    assert sorted(result["A"]) == tps("t-0, t-2") and sorted(result["B"]) == tps("t-1, t-3")
+    assert sorted(result["A"]) == tps("t-0, t-1") and sorted(result["B"]) == tps("t-2, t-3")
 
 
 # RangeAssignorTest (group coordinator, KIP-848): members in a TreeMap; the current range

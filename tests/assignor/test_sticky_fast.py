@@ -27,6 +27,7 @@ from tests.assignor.sticky_paths import (
     chunk_size,
     chunks_st,
     general,
+    outcome,
     run_fast_path,
     spoil,
 )
@@ -80,9 +81,12 @@ def groups(draw, spoiled: bool):
 @given(groups(spoiled=False), st.sampled_from(STICKY), chunks_st)
 def test_plain_groups_take_the_fast_path_and_match_the_general_path(group, assignor, chunk):
     counts, members = group
-    expected = general(assignor, counts, members)
+    kind, expected = outcome(general, assignor, counts, members)
     with chunk_size(chunk):
-        assert assign(assignor, counts, members) == expected
+        assert outcome(assign, assignor, counts, members) == (kind, expected)
+        if kind != "ok":  # Kafka fails on this group too (see sticky_moves)
+            event("plain: Kafka fails")
+            return
         subscribed = {t for m in members for t in m["topics"] if counts[t] > 0}
         plain = all(tp[0] in subscribed for m in members for tp in m["owned"])
         prep = StickyInput(check_partition_counts(counts), to_members(members), {})

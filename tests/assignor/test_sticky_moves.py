@@ -8,16 +8,26 @@ lists in the same order, whatever the racks, generations and conflicting claims.
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-from services.assignor.model import check_partition_counts, check_partition_racks, to_members
+from services.assignor.model import (
+    AssignmentError,
+    check_partition_counts,
+    check_partition_racks,
+    to_members,
+)
 from services.assignor.sticky_general import GeneralBuilder
 from services.assignor.sticky_input import StickyInput
 from tests.assignor.sticky_paths import GENERATIONS, IDS
 
 TOPICS = ["a", "b", "c", "d"]
 RACKS = ["r1", "r2", "r3"]
+
+
+class NullPointer(Exception):
+    """Where Kafka's ``performReassignments`` dereferences a fixed member's assignment."""
 
 
 class LiteralBuilder(GeneralBuilder):
@@ -50,11 +60,9 @@ class LiteralBuilder(GeneralBuilder):
                 t = self.topic_of[g]
                 member = self.owner[g]
                 previous = prev.get(g)
-                if (
-                    previous is not None
-                    and current[previous[0]] is not None
-                    and sizes[member] > sizes[previous[0]] + 1
-                ):
+                if previous is not None and current[previous[0]] is None:
+                    raise NullPointer(f"the previous owner of {g} is fixed")
+                if previous is not None and sizes[member] > sizes[previous[0]] + 1:
                     self._reassign(g, previous[0])
                     performed = modified = True
                     continue
@@ -109,8 +117,14 @@ def test_moves_are_kafkas_moves(group):
         event("identical subscriptions: not the general builder's case")
         return
     literal = LiteralBuilder(prep)
-    expected = literal.build()
     builder = GeneralBuilder(_prep(*group))
+    try:
+        expected = literal.build()
+    except NullPointer:
+        with pytest.raises(AssignmentError, match="NullPointerException"):
+            builder.build()
+        event("Kafka fails")
+        return
     assert builder.build() == expected
     assert builder.owner == literal.owner
     event("moved" if literal.movements.moves else "no move")

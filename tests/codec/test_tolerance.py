@@ -179,3 +179,26 @@ def test_share_group_partition_metadata_in_the_3_9_layout() -> None:
     assert record["record_type"] == "share_group_partition_metadata"
     assert record["value"]["initialized_topics"][0]["topic_name"] == "t"
     assert record["value"]["deleting_topics"] == []
+
+
+@pytest.mark.parametrize(
+    ("type_id", "name", "body", "expected"),
+    [
+        (11, "share_group_metadata", struct.pack(">i", 7) + b"\x00", {"epoch": 7}),
+        (17, "streams_group_metadata", struct.pack(">i", 7) + b"\x00", {"epoch": 7}),
+        (
+            15,
+            "share_group_state_partition_metadata",
+            bytes([1, 1]) + b"\x00",  # InitializedTopics and DeletingTopics empty
+            {"initialized_topics": [], "deleting_topics": []},
+        ),
+    ],
+)
+def test_share_and_streams_values_before_kafka_4_1(type_id, name, body, expected) -> None:
+    """Kafka 4.1 added MetadataHash (and InitializingTopics) untagged to these in-development
+    values; the earlier layouts are read as fallbacks."""
+    key = struct.pack(">h", type_id) + s16("g")
+    record = decode_record(key, struct.pack(">h", 0) + body)
+    assert record["record_type"] == name
+    assert {k: v for k, v in record["value"].items() if k in expected} == expected
+    assert set(record["value"]) <= set(expected) | {"unknown_tagged_fields"}

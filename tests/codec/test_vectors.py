@@ -41,6 +41,29 @@ def test_offset_commit_v1_has_expire_timestamp() -> None:
         "metadata": "meta",
         "commit_timestamp": 1000,
         "expire_timestamp": 2000,
+        "topic_id": "AAAAAAAAAAAAAAAAAAAAAA",  # v4+ only (tagged): the zero UUID
+    }
+    assert encode_record(record) == (OFFSET_KEY, value)
+
+
+def test_offset_commit_v4_carries_a_tagged_topic_id() -> None:
+    """Kafka 4.3.1's OffsetCommitValue v4 may carry the topic id in tag 0 (a UUID)."""
+    topic_id = bytes(range(16))
+    value = (
+        struct.pack(">hqi", 4, 1234, 3)
+        + compact("meta")
+        + struct.pack(">q", 1000)
+        + bytes([1, 0, 16])  # one tagged field: tag 0, 16 bytes
+        + topic_id
+    )
+    record = decode_record(OFFSET_KEY, value)
+    assert record["value"] == {
+        "offset": 1234,
+        "leader_epoch": 3,
+        "metadata": "meta",
+        "commit_timestamp": 1000,
+        "expire_timestamp": -1,
+        "topic_id": "AAECAwQFBgcICQoLDA0ODw",
     }
     assert encode_record(record) == (OFFSET_KEY, value)
 
@@ -197,6 +220,30 @@ def test_consumer_group_current_assignment_topic_ids() -> None:
     assert (v["member_epoch"], v["previous_member_epoch"], v["state"]) == (5, 4, 0)
     # Kafka prints topic ids as URL-safe base64 without padding (Uuid.toString).
     assert v["assigned_partitions"] == [
-        {"topic_id": "AAECAwQFBgcICQoLDA0ODw", "partitions": [0, 1]}
+        {"topic_id": "AAECAwQFBgcICQoLDA0ODw", "partitions": [0, 1], "assignment_epochs": None}
+    ]
+    assert encode_record(record) == (key, value)
+
+
+def test_current_assignment_tagged_assignment_epochs() -> None:
+    """Kafka 4.3.1 adds AssignmentEpochs (tag 0, a nullable []int32) to each topic."""
+    key = struct.pack(">h", 8) + s16("g") + s16("m")
+    topic_id = bytes(range(16))
+    epochs = bytes([3]) + struct.pack(">ii", 4, 5)  # COMPACT_ARRAY of two INT32
+    value = (
+        struct.pack(">h", 0)
+        + struct.pack(">iib", 5, 4, 0)
+        + bytes([2])
+        + topic_id
+        + bytes([3])
+        + struct.pack(">ii", 0, 1)
+        + bytes([1, 0, len(epochs)])  # one tagged field: tag 0
+        + epochs
+        + bytes([1])
+        + b"\x00"
+    )
+    record = decode_record(key, value)
+    assert record["value"]["assigned_partitions"] == [
+        {"topic_id": "AAECAwQFBgcICQoLDA0ODw", "partitions": [0, 1], "assignment_epochs": [4, 5]}
     ]
     assert encode_record(record) == (key, value)
