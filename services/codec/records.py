@@ -201,9 +201,19 @@ def _decode_body(message: Message, version: int, data: bytes) -> dict[str, Any]:
 
 
 def _unknown(
-    type_id: int, value_version: int | None, key: bytes, value: bytes | None, reason: str
+    type_id: int,
+    value_version: int | None,
+    key: bytes,
+    value: bytes | None,
+    reason: str,
+    known: tuple[str, dict[str, Any]] | None = None,
 ) -> Record:
-    return {
+    """An undecodable record kept whole. `known`: the record type's name and decoded key,
+    when only the value's version is unknown (a newer broker's record): the key's layout
+    is fixed per type, so the group, topic and partition are still told, as Kafka's
+    console formatter (`CoordinatorRecordMessageFormatter`) prints the key and marks the
+    value unknown."""
+    record: Record = {
         "record_type": "unknown",
         "key_version": type_id,
         "value_version": value_version,
@@ -212,6 +222,10 @@ def _unknown(
         "key": {"raw": key},
         "value": None if value is None else {"raw": value},
     }
+    if known is not None:
+        record["known_type"] = known[0]
+        record["key"] = {**known[1], "raw": key}
+    return record
 
 
 # The hot path's tables, filled as record types and versions are first decoded.
@@ -272,9 +286,8 @@ def _decode_record_full(key: bytes, value: bytes | None) -> Record:
         raise DecodeError("value_version", 0, f"value of {len(value)} bytes has no version")
     (version,) = _INT16.unpack_from(value)
     if version not in rt.value.versions:
-        return _unknown(
-            type_id, version, key, value, f"unknown value version {version} of {rt.name}"
-        )
+        reason = f"unknown value version {version} of {rt.name}"
+        return _unknown(type_id, version, key, value, reason, (rt.name, key_fields))
     try:
         value_fields = _decode_body(rt.value, version, value)
         _FAST_VALUES.setdefault((type_id, version), _fast_value_decoder(rt, version))

@@ -146,10 +146,31 @@ def test_unknown_record_type_is_returned_not_raised() -> None:
 
 def test_unknown_value_version_is_returned_not_raised() -> None:
     key = encode_key("offset_commit", {"group": "g", "topic": "t", "partition": 0})
-    record = decode_record(key, struct.pack(">h", 5) + b"\x00" * 30)
+    value = struct.pack(">h", 5) + b"\x00" * 30
+    record = decode_record(key, value)
     assert record["record_type"] == "unknown"
     assert record["value_version"] == 5
     assert "unknown value version 5 of offset_commit" in record["reason"]
+    # The key's layout does not depend on the value's version: it is still decoded.
+    assert record["known_type"] == "offset_commit"
+    assert record["key"] == {"group": "g", "topic": "t", "partition": 0, "raw": key}
+    assert record["value"] == {"raw": value}
+    assert encode_record(record) == (key, value)
+
+
+def test_unknown_value_version_of_a_group_record_keeps_its_group() -> None:
+    key = encode_key("group_metadata", {"group": "payments"})
+    value = struct.pack(">h", 99) + b"\x01\x02"
+    record = decode_record(key, value)
+    assert (record["record_type"], record["known_type"]) == ("unknown", "group_metadata")
+    assert record["key"]["group"] == "payments"
+    assert encode_record(record) == (key, value)
+
+
+def test_unknown_record_type_has_no_known_type() -> None:
+    record = decode_record(struct.pack(">h", 99) + b"k", b"\x00\x00")
+    assert "known_type" not in record
+    assert record["key"] == {"raw": struct.pack(">h", 99) + b"k"}
 
 
 def test_zero_length_value_is_not_a_tombstone() -> None:
