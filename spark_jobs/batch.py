@@ -407,9 +407,13 @@ class BatchProcessor:
             if kind == "offset_commit":
                 stats.offset_commits += 1
                 commit = self._codec_commit(record, position, repairs)
-                known = offsets.get((commit.group, commit.topic, commit.partition))
-                if known is None or known.source_offset < commit.source_offset:
-                    offsets[(commit.group, commit.topic, commit.partition)] = commit
+                key = (commit.group, commit.topic, commit.partition)
+                known = offsets.get(key)
+                if known is None:
+                    offsets[key] = commit
+                else:  # the latest is kept; the one it supersedes is still counted
+                    latest = commit if known.source_offset < commit.source_offset else known
+                    offsets[key] = replace(latest, commits=known.commits + commit.commits)
             else:
                 stats.group_records += 1
                 self.tracker.add(record, position)

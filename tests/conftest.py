@@ -4,5 +4,6 @@ pytest_plugins = [
     "tests.fixtures.spark",
     "tests.fixtures.postgres",
     "tests.fixtures.kafka",
+    "tests.fixtures.real_kafka",
     "tests.fixtures.prometheus",
 ]
