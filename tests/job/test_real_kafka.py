@@ -274,6 +274,21 @@ def test_a_kip848_groups_baseline_is_computed_on_its_topics(run: Run) -> None:
     assert baseline == minimum == moved
 
 
+def test_the_topics_current_owners_include_the_kip848_groups_members(run: Run) -> None:
+    """`partition_ownership` (behind `groupscope owner TOPIC`) finds the KIP-848 group by
+    its topic's name, each partition with the member that holds it."""
+    group = next(g for g in run.groups if g.startswith("consumer-"))
+    owned = rows(
+        run.engine,
+        "SELECT partition, member_id FROM partition_ownership "
+        "WHERE topic = :topic AND group_name = :group AND valid_until IS NULL",
+        topic=run.topic,
+        group=group,
+    )
+    held = {p: m for m, (_, parts) in run.groups[group].final.items() for p in parts}
+    assert dict(owned) == held and len(owned) == PARTITIONS
+
+
 def test_every_assignment_a_classic_member_was_given_is_stored(run: Run) -> None:
     """Each eager or cooperative assignment callback, at the generation it came in."""
     for group, observed in run.groups.items():
