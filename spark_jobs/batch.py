@@ -51,6 +51,7 @@ from spark_jobs.generations import (
     to_datetime,
 )
 from spark_jobs.offset_columns import commit_row_ok, decode_offset_commits
+from spark_jobs.topic_names import TopicNames
 
 log = logging.getLogger("groupscope.stream")
 T = TypeVar("T")
@@ -254,6 +255,7 @@ class BatchProcessor:
         state_dir: Path | None = None,
         checkpoint: Path | None = None,
         end_quietly: bool = False,
+        topic_names: TopicNames | None = None,
     ) -> None:
         """`state_dir` keeps the tracker's state between runs (beside the checkpoint);
         without a saved state the tracker starts from the store's latest generations.
@@ -262,7 +264,11 @@ class BatchProcessor:
         `end_quietly`: when the store stays unavailable past the retry policy, turn
         Spark's (and py4j's) logging off before failing the query, so that the job ends
         with the one line its driver prints (`processor.gave_up`) instead of stack traces
-        of the same error."""
+        of the same error.
+
+        `topic_names` (a live source's cluster) names the topic ids of KIP-848 targets
+        before the batch's group records reach the tracker; without it they stay ids
+        unless the group's partition metadata names them (a replay)."""
         self.store = store
         self.checkpoint = checkpoint
         self.source = source
@@ -278,6 +284,7 @@ class BatchProcessor:
         self.store_outage = Outage("the database", log)
         self.gave_up: StoreUnavailableError | None = None  # the write that ended the job
         self.end_quietly = end_quietly
+        self.topic_names = topic_names
         self.mismatched: dict[str, tuple[int, int]] = {}
         self.last = BatchStats()
         self.batches = 0
@@ -388,7 +395,7 @@ class BatchProcessor:
         repairs: list[Repair],
     ) -> list[DecodeFailure]:
         """Decode the records SQL did not, in log order; returns the failures."""
-        failures = []
+        failures, group_records = [], []
         for row in rows:
             position = Position(row["source_partition"], row["source_offset"], row["source_time"])
             try:
@@ -416,7 +423,13 @@ class BatchProcessor:
                     offsets[key] = replace(latest, commits=known.commits + commit.commits)
             else:
                 stats.group_records += 1
-                self.tracker.add(record, position)
+                group_records.append((record, position))
+        if self.topic_names is not None:
+            unnamed = self.tracker.unnamed_topic_ids(r for r, _ in group_records)
+            if unnamed:
+                self.tracker.topic_names.update(self.topic_names.resolve(unnamed))
+        for record, position in group_records:
+            self.tracker.add(record, position)
         return failures
 
     @staticmethod

@@ -13,7 +13,9 @@ tested without Spark. Semantics follow DESIGN.md §3:
   before the revocation, is attached to the completing generation with
   `cooperative_episode=True`, and the revocation round carries none.
 * **KIP-848 groups.** A generation is a group epoch. Its assignment is the target
-  assignment (types 7 and 6), with topic ids named by the partition metadata (type 4).
+  assignment (types 7 and 6), with topic ids named by the partition metadata (type 4),
+  else by the tracker's cluster-wide `topic_names` (Kafka 4.x no longer writes type 4;
+  the job fills that map from the cluster, `spark_jobs.topic_names`), else left as ids.
   The generation is emitted when the target assignment metadata for the epoch arrives,
   at the position of the epoch's ConsumerGroupMetadata record.
 * **Baseline.** The assignor core runs with each survivor's previous partitions as owned:
@@ -142,6 +144,27 @@ class GenerationTracker:
         self.generations: list[Generation] = []
         self.events: list[GroupEvent] = []
         self.repairs: list[Repair] = []  # of the drained generations' times
+        # Topic id -> name for the whole cluster, given by the caller (the tracker does no
+        # I/O): used where a KIP-848 group's own partition metadata does not name an id.
+        self.topic_names: dict[str, str] = {}
+
+    def unnamed_topic_ids(self, records: Iterable[Mapping[str, Any]] = ()) -> set[str]:
+        """The topic ids that KIP-848 targets refer to, in `records` or in the state kept
+        so far, that neither their group's partition metadata nor `topic_names` names."""
+        targets = [
+            (r["key"]["group_id"], r["value"]["topic_partitions"])
+            for r in records
+            if r["record_type"] == "consumer_group_target_assignment_member" and r["value"]
+        ]
+        targets += [(g, t) for g, state in self.kip848.items() for t in state.targets.values()]
+        unnamed = set()
+        for group, target in targets:
+            own = self.kip848[group].topic_names if group in self.kip848 else {}
+            unnamed |= {tp["topic_id"] for tp in target} - own.keys() - self.topic_names.keys()
+        return unnamed
+
+    def _topic_name(self, state: Kip848State, topic_id: str) -> str:
+        return state.topic_names.get(topic_id) or self.topic_names.get(topic_id, topic_id)
 
     def drain(self) -> tuple[list[Generation], list[GroupEvent]]:
         out = self.generations, self.events
@@ -300,7 +323,7 @@ class GenerationTracker:
             ident = identity(member_id, meta["instance_id"])
             target = state.targets.get(member_id, [])
             assigned = [
-                (state.topic_names.get(tp["topic_id"], tp["topic_id"]), p)
+                (self._topic_name(state, tp["topic_id"]), p)
                 for tp in target
                 for p in tp["partitions"]
             ]

@@ -237,6 +237,7 @@ def _run_query(
     from spark_jobs.dependencies import await_broker, prepare_store
     from spark_jobs.session import spark_session
     from spark_jobs.sources import replay, spark_kafka
+    from spark_jobs.topic_names import TopicNames
 
     with database_url(args.database_url) as url:
         log.info("history store %s", redacted(url))
@@ -290,6 +291,9 @@ def _run_query(
                 state_dir=checkpoint / "groupscope",
                 checkpoint=checkpoint,
                 end_quietly=True,
+                topic_names=None
+                if kind == "replay"
+                else TopicNames(config | {"bootstrap.servers": args.bootstrap_servers}),
             )
             processor.store_outage = store_outage
             writer = df.writeStream.foreachBatch(processor).option(

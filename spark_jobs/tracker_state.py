@@ -1,12 +1,13 @@
 """The generation tracker's state, saved beside Spark's checkpoint after every batch.
 
 A KIP-848 group's state is spread over records written at different times: members
-(type 5), topic names (type 4) and per-member targets (type 7) may all predate the batch
-that completes an epoch. The store keeps generations, not those records, so the tracker
-saves its whole state as `tracker-<batch id>.json` after each batch is written, and a
-restarted job resumes from the newest file. If the job dies between the store write and
-the save, Spark replays that batch over the older state. Both the store and the tracker
-skip what they already have, so the result is the same.
+(type 5), topic names (type 4, or the cluster's: `GenerationTracker.topic_names`) and
+per-member targets (type 7) may all predate the batch that completes an epoch. The store
+keeps generations, not those records, so the tracker saves its whole state as
+`tracker-<batch id>.json` after each batch is written, and a restarted job resumes from
+the newest file. If the job dies between the store write and the save, Spark replays
+that batch over the older state. Both the store and the tracker skip what they already
+have, so the result is the same.
 """
 
 from __future__ import annotations
@@ -64,6 +65,7 @@ def dump(tracker: GenerationTracker) -> dict[str, Any]:
             g: {**asdict(k), "epoch_position": _position(k.epoch_position)}
             for g, k in tracker.kip848.items()
         },
+        "topic_names": tracker.topic_names,
     }
 
 
@@ -73,6 +75,7 @@ def load(raw: dict[str, Any]) -> GenerationTracker:
         tracker.kip848[group] = Kip848State(
             **{**k, "epoch_position": _load_position(k["epoch_position"])}
         )
+    tracker.topic_names = dict(raw.get("topic_names", {}))  # absent in older files
     return tracker
 
 

@@ -181,41 +181,45 @@ def kip848(kind: str, key: dict, value: dict | None) -> dict:
     return decode_record(encode_key(kind, key), encode_value(kind, 0, value) if value else None)
 
 
-def test_kip848_epochs_map_topic_ids_and_use_uniform() -> None:
-    def member_meta(mid: str) -> dict:
-        return kip848(
-            "consumer_group_member_metadata",
-            {"group_id": "k", "member_id": mid},
-            {
-                "instance_id": None,
-                "rack_id": None,
-                "client_id": f"c-{mid}",
-                "client_host": "/h",
-                "subscribed_topic_names": ["stock"],
-                "subscribed_topic_regex": None,
-                "rebalance_timeout_ms": 1000,
-                "server_assignor": "uniform",
-            },
-        )
+def member_meta(mid: str) -> dict:
+    return kip848(
+        "consumer_group_member_metadata",
+        {"group_id": "k", "member_id": mid},
+        {
+            "instance_id": None,
+            "rack_id": None,
+            "client_id": f"c-{mid}",
+            "client_host": "/h",
+            "subscribed_topic_names": ["stock"],
+            "subscribed_topic_regex": None,
+            "rebalance_timeout_ms": 1000,
+            "server_assignor": "uniform",
+        },
+    )
 
-    def target(mid: str, partitions: list[int]) -> dict:
-        return kip848(
-            "consumer_group_target_assignment_member",
-            {"group_id": "k", "member_id": mid},
-            {"topic_partitions": [{"topic_id": TOPIC_ID, "partitions": partitions}]},
-        )
 
-    def epoch(n: int) -> list[dict]:
-        return [
-            kip848("consumer_group_metadata", {"group_id": "k"}, {"epoch": n}),
-        ]
+def target(mid: str, partitions: list[int]) -> dict:
+    return kip848(
+        "consumer_group_target_assignment_member",
+        {"group_id": "k", "member_id": mid},
+        {"topic_partitions": [{"topic_id": TOPIC_ID, "partitions": partitions}]},
+    )
 
-    def target_epoch(n: int) -> dict:
-        return kip848(
-            "consumer_group_target_assignment_metadata", {"group_id": "k"}, {"assignment_epoch": n}
-        )
 
-    partition_metadata = kip848(
+def epoch(n: int) -> list[dict]:
+    return [
+        kip848("consumer_group_metadata", {"group_id": "k"}, {"epoch": n}),
+    ]
+
+
+def target_epoch(n: int) -> dict:
+    return kip848(
+        "consumer_group_target_assignment_metadata", {"group_id": "k"}, {"assignment_epoch": n}
+    )
+
+
+def partition_metadata() -> dict:
+    return kip848(
         "consumer_group_partition_metadata",
         {"group_id": "k"},
         {
@@ -229,9 +233,14 @@ def test_kip848_epochs_map_topic_ids_and_use_uniform() -> None:
             ]
         },
     )
-    records = [
+
+
+def kip848_records(*, named: bool) -> list[dict]:
+    """One member with every partition of "stock" at epoch 1; a second joins at epoch 2.
+    `named`: with the ConsumerGroupPartitionMetadata record Kafka 4.3 no longer writes."""
+    return [
         member_meta("m1"),
-        partition_metadata,
+        *([partition_metadata()] if named else []),
         *epoch(1),
         target("m1", [0, 1, 2, 3]),
         target_epoch(1),
@@ -241,6 +250,10 @@ def test_kip848_epochs_map_topic_ids_and_use_uniform() -> None:
         target("m2", [2, 3]),
         target_epoch(2),
     ]
+
+
+def test_kip848_epochs_map_topic_ids_and_use_uniform() -> None:
+    records = kip848_records(named=True)
     tracker = GenerationTracker()
     feed(tracker, records)
     generations, _ = tracker.drain()
@@ -255,3 +268,35 @@ def test_kip848_epochs_map_topic_ids_and_use_uniform() -> None:
     churn = second.rebalance
     assert churn.baseline_assignor == "uniform"
     assert (churn.moved, churn.members_joined, churn.minimum_moves) == (2, 1, 2)
+
+
+def test_kip848_topic_ids_are_named_by_the_trackers_cluster_wide_map() -> None:
+    """Kafka 4.3 writes no partition metadata: the names given to the tracker (by the
+    job, from the cluster) name the targets, and the uniform baseline runs on them."""
+    records = kip848_records(named=False)
+    tracker = GenerationTracker()
+    assert tracker.unnamed_topic_ids(records) == {TOPIC_ID}
+    tracker.topic_names.update({TOPIC_ID: "stock"})
+    assert tracker.unnamed_topic_ids(records) == set()
+    feed(tracker, records)
+    generations, _ = tracker.drain()
+    first, second = generations
+    assert {m.member_id: dict(m.assignment) for m in first.members} == {
+        "m1": {"stock": [0, 1, 2, 3]}
+    }
+    assert {m.member_id: dict(m.assignment) for m in second.members} == {
+        "m1": {"stock": [0, 1]},
+        "m2": {"stock": [2, 3]},
+    }
+    churn = second.rebalance
+    # Keyed by id, the baseline saw "stock" with no partitions and moved all four.
+    assert (churn.moved, churn.baseline_moves, churn.minimum_moves) == (2, 2, 2)
+
+
+def test_kip848_targets_kept_from_earlier_batches_are_unnamed_until_named() -> None:
+    tracker = GenerationTracker()
+    feed(tracker, kip848_records(named=False)[:3])  # a target, no epoch completed yet
+    assert tracker.unnamed_topic_ids() == {TOPIC_ID}
+    named = GenerationTracker()
+    feed(named, kip848_records(named=True)[:4])  # the group's own metadata names it
+    assert named.unnamed_topic_ids() == set()

@@ -247,23 +247,46 @@ def latest(run: Run, kind: str) -> tuple[dict, dict]:
     return stored[generation], held
 
 
-def partitions_only(assignment: dict) -> dict:
-    return {m: frozenset(p for _, p in tps) for m, tps in assignment.items()}
-
-
-@pytest.mark.parametrize("kind", ["range", "cooperative"])
+@pytest.mark.parametrize("kind", ["range", "cooperative", "consumer"])
 def test_the_latest_generation_is_what_the_members_hold(run: Run, kind: str) -> None:
+    """Topic names included: for the KIP-848 group, Kafka 4.3 writes its assignments
+    with topic ids and no record naming them, so the job names them from the cluster."""
     stored, held = latest(run, kind)
     assert stored == held
 
 
-def test_a_kip848_groups_latest_epoch_has_its_members_partitions(run: Run) -> None:
-    """The KIP-848 group's epoch, members and partition numbers. Its topics are compared
-    by partition number only: Kafka 4.3 writes KIP-848 assignments with topic ids and no
-    ConsumerGroupPartitionMetadata record naming them, so the store keeps the ids (a
-    known gap, in the README)."""
-    stored, held = latest(run, "consumer")
-    assert partitions_only(stored) == partitions_only(held)
+def test_a_kip848_groups_baseline_is_computed_on_its_topics(run: Run) -> None:
+    """The rebalance into the KIP-848 group's latest epoch (the second member joined):
+    Kafka's uniform assignor moved the fewest partitions it could, and the `uniform`
+    baseline says so. Computed on topic ids, the baseline saw the subscribed topic with
+    no partitions and counted no moves at all."""
+    group = next(g for g in run.groups if g.startswith("consumer-"))
+    (generation,) = {g for g, _ in run.groups[group].final.values()}
+    ((moved, baseline, minimum, assignor),) = rows(
+        run.engine,
+        "SELECT partitions_moved, baseline_moves, minimum_moves, baseline_assignor "
+        "FROM rebalances WHERE group_name = :group AND to_generation = :generation",
+        group=group,
+        generation=generation,
+    )
+    assert assignor == "uniform"
+    assert moved > 0
+    assert baseline == minimum == moved
+
+
+def test_the_topics_current_owners_include_the_kip848_groups_members(run: Run) -> None:
+    """`partition_ownership` (behind `groupscope owner TOPIC`) finds the KIP-848 group by
+    its topic's name, each partition with the member that holds it."""
+    group = next(g for g in run.groups if g.startswith("consumer-"))
+    owned = rows(
+        run.engine,
+        "SELECT partition, member_id FROM partition_ownership "
+        "WHERE topic = :topic AND group_name = :group AND valid_until IS NULL",
+        topic=run.topic,
+        group=group,
+    )
+    held = {p: m for m, (_, parts) in run.groups[group].final.items() for p in parts}
+    assert dict(owned) == held and len(owned) == PARTITIONS
 
 
 def test_every_assignment_a_classic_member_was_given_is_stored(run: Run) -> None:
