@@ -1,18 +1,23 @@
 """Vectorized decode of offset commits in Spark SQL: no Python on the hot path.
 
 Offset commits are almost all of `__consumer_offsets`. Their keys (record types 0 and
-1) and their non-flexible values (v0–v3) have fixed layouts around two length-prefixed
-strings, so plain SQL over `substring`, `hex` and `conv` decodes them (DESIGN.md §5:
-about 1.2 M records/s on 2 cores). The layouts are the codec's tables
+1) and their values have fixed layouts around length-prefixed strings, so plain SQL over
+`substring`, `hex` and `conv` decodes them. The layouts are the codec's tables
 (`services.codec.schemas.OFFSET_COMMIT_KEY/VALUE`):
 
     key    INT16 type | INT16 n | group | INT16 m | topic | INT32 partition
-    value  INT16 version | INT64 offset | [v3: INT32 leader_epoch] | INT16 k | metadata
+    value  INT16 version | INT64 offset | [v3, v4: INT32 leader_epoch] | INT16 k | metadata
            | INT64 commit_timestamp | [v1: INT64 expire_timestamp]
+    v4     (flexible) the metadata length is an unsigned varint of k + 1, and a tagged-field
+           section follows the commit timestamp: empty (00), or the topic id alone
+           (01 | tag 00 | size 10 | 16 bytes), as Kafka 4.x writes it
 
 A row is decoded here only when every length is consistent with the record's size and
-both strings are valid UTF-8. Anything else (group records, flexible v4 values,
-malformed bytes) goes to the codec, which either decodes it or names what is wrong.
+both strings are valid UTF-8. v4 is taken when its metadata is under 127 bytes (a
+one-byte varint) and its tagged fields are one of those two shapes, which is what the
+group coordinator writes; the topic id is not kept (the store keys offsets by name).
+Anything else (group records, longer v4 metadata, other tagged fields, malformed bytes)
+goes to the codec, which either decodes it or names what is wrong.
 """
 
 from __future__ import annotations
@@ -51,7 +56,11 @@ def _binary(*values: bytes) -> list[Column]:
     return [F.lit(bytearray(v)) for v in values]
 
 
-V0, V1, V2, V3 = (bytes([0, v]) for v in range(4))
+V0, V1, V2, V3, V4 = (bytes([0, v]) for v in range(5))
+# The tagged-field section of a v4 value that carries only its topic id (tag 0, 16 bytes).
+TOPIC_ID_TAG = bytes([1, 0, 16])
+V4_METADATA_POS = 16  # after version, offset, leader epoch and the 1-byte varint
+V4_MAX_METADATA = 126  # a one-byte varint holds metadata length + 1 up to 127
 
 
 def _value_layout(value: Column) -> tuple[Column, Column, Column]:
@@ -73,9 +82,32 @@ def _byte_is(data: Column, pos: Column, byte: Column, table: Column) -> Column:
 _BYTES = "array(" + ", ".join(f"X'{b:02X}'" for b in range(256)) + ")"
 
 
+def _v4_metadata_length(value: Column, table: Column) -> Column:
+    """The metadata length of a v4 value of the shape this module decodes, else null.
+
+    The value's size fixes the metadata length once the tagged section's size is known,
+    and that section is either 1 byte (00) or 19 (the topic id); each candidate length is
+    checked against the varint byte (length + 1) and the section's own bytes, and at most
+    one can match. Compared through `table`, as the non-flexible lengths are."""
+    size = F.length(value)
+    empty, with_id = size - (V4_METADATA_POS + 8), size - (V4_METADATA_POS + 8 + 18)
+    tail_empty = F.substring(value, -1, 1) == F.lit(bytearray(b"\x00"))
+    tail_id = F.substring(value, -19, 3) == F.lit(bytearray(TOPIC_ID_TAG))
+
+    def fits(length: Column, tail: Column) -> Column:
+        return (
+            length.between(0, V4_MAX_METADATA)
+            & _byte_is(value, F.lit(V4_METADATA_POS - 1), length + 1, table)
+            & tail
+        )
+
+    return F.when(fits(empty, tail_empty), empty).when(fits(with_id, tail_id), with_id)
+
+
 def commit_row_ok() -> Column:
     """Per-row checks cheap enough for every record: an offset-commit key type (0 or 1),
-    and a null value or a v0-v3 value whose length matches its metadata length.
+    and a null value or a v0-v3 value whose length matches its metadata length, or a v4
+    value of the shape `_v4_metadata_length` reads.
 
     The metadata length a well-formed value must have follows from the value's size and
     version, so its two big-endian bytes are compared with that length's two bytes
@@ -89,12 +121,21 @@ def commit_row_ok() -> Column:
     version, meta_len_pos, extra = _value_layout(value)
     mlen = F.length(value) - meta_len_pos - 9 - extra
     table = F.expr(_BYTES)
-    value_ok = value.isNull() | (
-        version.isin(*_binary(V0, V1, V2, V3))
-        & mlen.between(0, 32767)
-        & _byte_is(value, meta_len_pos, F.shiftright(mlen, 8), table)
-        & _byte_is(value, meta_len_pos + 1, mlen.bitwiseAND(255), table)
-        & _valid_utf8(value, meta_len_pos + 2, mlen)
+    v4_mlen = _v4_metadata_length(value, table)
+    value_ok = (
+        value.isNull()
+        | (
+            version.isin(*_binary(V0, V1, V2, V3))
+            & mlen.between(0, 32767)
+            & _byte_is(value, meta_len_pos, F.shiftright(mlen, 8), table)
+            & _byte_is(value, meta_len_pos + 1, mlen.bitwiseAND(255), table)
+            & _valid_utf8(value, meta_len_pos + 2, mlen)
+        )
+        | (
+            (version == F.lit(bytearray(V4)))
+            & v4_mlen.isNotNull()
+            & _valid_utf8(value, F.lit(V4_METADATA_POS), v4_mlen)
+        )
     )
     return F.coalesce((F.length(key) >= 10) & key_type & value_ok, F.lit(False))
 
@@ -127,16 +168,20 @@ def decode_offset_commits() -> list[Column]:
     value_len = F.length(value)
     version = int16(value, 1)
     _, meta_len_pos, extra = _value_layout(value)
-    has_epoch = version == 3
-    mlen = int16(value, meta_len_pos)
-    commit_pos = meta_len_pos + 2 + mlen
+    has_epoch = version.isin(3, 4)
+    flexible = version == 4
+    v4_mlen = _v4_metadata_length(value, F.expr(_BYTES))
+    mlen = F.when(flexible, v4_mlen).otherwise(int16(value, meta_len_pos))
+    meta_pos = F.when(flexible, V4_METADATA_POS).otherwise(meta_len_pos + 2)
+    commit_pos = meta_pos + mlen
     expected_len = commit_pos + 7 + extra
     value_ok = value.isNull() | (
         (value_len >= 12)
-        & version.between(0, 3)
-        & (mlen >= 0)
-        & (expected_len == value_len)
-        & _valid_utf8(value, meta_len_pos + 2, mlen)
+        & (
+            (version.between(0, 3) & (mlen >= 0) & (expected_len == value_len))
+            | (flexible & v4_mlen.isNotNull())
+        )
+        & _valid_utf8(value, meta_pos, mlen)
     )
     fast_ok = F.coalesce(key_ok & value_ok, F.lit(False))
 
@@ -150,7 +195,7 @@ def decode_offset_commits() -> list[Column]:
         F.when(fast_ok, int32(key, partition_pos)).alias("partition_id"),
         when_value(int64(value, 3)).alias("committed_offset"),
         when_value(F.when(has_epoch, int32(value, 11)).otherwise(-1)).alias("leader_epoch"),
-        when_value(_string(value, meta_len_pos + 2, mlen)).alias("metadata"),
+        when_value(_string(value, meta_pos, mlen)).alias("metadata"),
         when_value(int64(value, commit_pos)).alias("commit_ms"),
         when_value(F.when(version == 1, int64(value, commit_pos + 8)).otherwise(-1)).alias(
             "expire_ms"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import random
 
 import pytest
@@ -21,23 +22,24 @@ commits = st.tuples(
     st.text(max_size=10),
     st.integers(-(2**63), 2**63 - 1),
     st.booleans(),
+    st.booleans(),  # v4 with its tagged topic id
 )
 
 
 def build(case: tuple) -> tuple[bytes, bytes | None]:
-    group, topic, partition, version, offset, epoch, metadata, ts, tombstone = case
+    group, topic, partition, version, offset, epoch, metadata, ts, tombstone, with_id = case
     key = encode_key("offset_commit", {"group": group, "topic": topic, "partition": partition})
-    value = encode_value(
-        "offset_commit",
-        version,
-        {
-            "offset": offset,
-            "leader_epoch": epoch,
-            "metadata": metadata,
-            "commit_timestamp": ts,
-            "expire_timestamp": ts ^ 1,
-        },
-    )
+    fields = {
+        "offset": offset,
+        "leader_epoch": epoch,
+        "metadata": metadata,
+        "commit_timestamp": ts,
+        "expire_timestamp": ts ^ 1,
+    }
+    if with_id:  # any 16 bytes, written as Kafka's Uuid.toString() writes them
+        topic_id = random.Random(offset).randbytes(16)
+        fields["topic_id"] = base64.urlsafe_b64encode(topic_id).rstrip(b"=").decode()
+    value = encode_value("offset_commit", version, fields)
     return key, None if tombstone else value
 
 
@@ -81,9 +83,10 @@ def test_sql_decode_matches_the_codec(spark, cases: list[tuple], seed: int) -> N
         exact = (
             record is not None
             and record["record_type"] == "offset_commit"
-            and (value is None or record["value_version"] in (0, 1, 2, 3))
+            and (value is None or record["value_version"] in (0, 1, 2, 3) or v4_as_kafka(record))
         )
-        # Complete: every record the codec decodes as a v0-v3 commit takes the SQL path ...
+        # Complete: every record the codec decodes as a v0-v3 commit, or as a v4 commit of
+        # the shape Kafka writes, takes the SQL path ...
         assert row["fast_ok"] == exact, (key.hex(), value and value.hex(), record)
         # ... the cheap per-row check lets it through, and whatever else that check lets
         # through has a bad key, which the per-key check (fast_ok) then catches.
@@ -111,7 +114,18 @@ def test_sql_decode_matches_the_codec(spark, cases: list[tuple], seed: int) -> N
         assert row["commit_ms"] == v["commit_timestamp"]
         assert row["expire_ms"] == v["expire_timestamp"]
         assert row["value_version"] == record["value_version"]
-    assert fast >= 60  # the undamaged v0-v3 records at least
+    assert fast >= 60  # the undamaged v0-v4 records at least
+
+
+def v4_as_kafka(record: dict) -> bool:
+    """A v4 value of the shape the SQL path reads: metadata under 127 bytes (a one-byte
+    varint), and no tagged field but the topic id."""
+    value = record["value"] or {}
+    return (
+        record["value_version"] == 4
+        and len(value["metadata"].encode()) <= 126
+        and "unknown_tagged_fields" not in value
+    )
 
 
 @pytest.mark.parametrize("version", [0, 1, 2, 3])
@@ -140,3 +154,43 @@ def test_the_row_check_reads_both_bytes_of_the_metadata_length(spark, version: i
         except DecodeError:
             valid = False
         assert got[name] == valid == (":" not in name), name
+
+
+@pytest.mark.parametrize("with_id", [False, True])
+def test_v4_values_as_kafka_writes_them_take_the_sql_path(spark, with_id: bool) -> None:
+    """Kafka 4.x writes OffsetCommitValue v4 (flexible; the topic id as a tagged field).
+    Metadata of 0 and 126 bytes is read by SQL exactly as the codec reads it; 127 bytes
+    (a two-byte varint) and a varint byte off by one leave it to the codec."""
+    key = encode_key("offset_commit", {"group": "g", "topic": "t", "partition": 0})
+    fields = {"offset": 5, "leader_epoch": 1, "commit_timestamp": 9}
+    if with_id:
+        fields["topic_id"] = base64.urlsafe_b64encode(bytes(range(16))).rstrip(b"=").decode()
+    rows = []
+    for n in (0, 126, 127):
+        value = encode_value("offset_commit", 4, {**fields, "metadata": "m" * n})
+        rows.append((f"{n}", value, n <= 126))
+        for delta in (1, -1):
+            bad = bytearray(value)
+            bad[14] = (bad[14] + delta) % 256  # the varint of the metadata length + 1
+            rows.append((f"{n}: varint {delta:+d}", bytes(bad), False))
+    df = spark.createDataFrame(
+        [(i, key, v) for i, v, _ in rows], "id string, key binary, value binary"
+    )
+    got = {
+        r["id"]: r
+        for r in df.select(
+            "id", commit_row_ok().alias("row_ok"), *decode_offset_commits()
+        ).collect()
+    }
+    for name, value, fast in rows:
+        row = got[name]
+        assert (row["row_ok"], row["fast_ok"]) == (fast, fast), name
+        if fast:
+            decoded = decode_record(key, value)["value"]
+            assert (row["committed_offset"], row["leader_epoch"]) == (5, 1)
+            assert (row["metadata"], row["commit_ms"], row["expire_ms"]) == (
+                decoded["metadata"],
+                9,
+                -1,
+            )
+            assert row["value_version"] == 4
