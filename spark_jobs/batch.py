@@ -256,6 +256,7 @@ class BatchProcessor:
         checkpoint: Path | None = None,
         end_quietly: bool = False,
         topic_names: TopicNames | None = None,
+        store_outage: Outage | None = None,
     ) -> None:
         """`state_dir` keeps the tracker's state between runs (beside the checkpoint);
         without a saved state the tracker starts from the store's latest generations.
@@ -281,7 +282,7 @@ class BatchProcessor:
         self.retry = retry or RetryPolicy()
         # Shared by the batch writes and the driver's status reports (`stream._report`),
         # so that a database outage is logged once, whoever notices it.
-        self.store_outage = Outage("the database", log)
+        self.store_outage = store_outage or Outage("the database", log)
         self.gave_up: StoreUnavailableError | None = None  # the write that ended the job
         self.end_quietly = end_quietly
         self.topic_names = topic_names

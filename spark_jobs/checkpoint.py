@@ -117,12 +117,13 @@ def bases(path: Path) -> dict[str, int]:
     return split_offsets(offsets)[1] if offsets else {}
 
 
-def log_resets(path: Path, batch_id: int, source: str) -> int:
-    """How many partitions' logs went backwards in this batch: those whose position base
-    differs from the previous batch's (the Kafka source moves a base only then)."""
+def log_resets(path: Path, batch_id: int, source: str, now: dict | None) -> int:
+    """How many partitions' logs went backwards in this batch (`now`: its source offsets):
+    those whose position base differs from the previous batch's (the Kafka source moves a
+    base only then)."""
     if batch_id == 0:
         return 0  # starts from initialOffset, which never detects a reset
-    now, before = source_offsets(path, batch_id), source_offsets(path, batch_id - 1)
+    before = source_offsets(path, batch_id - 1)
     if now is None or before is None:
         return 0
     (_, new), (_, old) = split_offsets(now), split_offsets(before)
@@ -149,7 +150,8 @@ def with_source_positions(batch: BatchWrite, path: Path) -> BatchWrite:
     progress = [replace(p, base=now.get(str(p.partition), 0)) for p in batch.progress]
     health = batch.health
     if health is not None:
-        health = replace(health, log_resets=log_resets(path, batch.batch_id, batch.source))
+        resets = log_resets(path, batch.batch_id, batch.source, offsets)
+        health = replace(health, log_resets=resets)
     return replace(batch, progress=progress, health=health)
 
 

@@ -16,7 +16,6 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-import psycopg
 from sqlalchemy import Engine
 from sqlalchemy.exc import DBAPIError
 
@@ -42,19 +41,6 @@ def max_outage(text: str | None, once: bool) -> float | None:
     return seconds_flag("--max-outage", text)
 
 
-def _unavailable(exc: DBAPIError, url: str) -> StoreUnavailableError | None:
-    """A StoreUnavailableError when `exc` means the server, not the SQL, failed."""
-    from services.store.database import redacted
-
-    cause = exc.orig
-    if exc.connection_invalidated or isinstance(
-        cause, (psycopg.OperationalError, psycopg.InterfaceError)
-    ):
-        first = (str(cause).strip().splitlines() or [type(cause).__name__])[0]
-        return StoreUnavailableError(f"cannot reach PostgreSQL at {redacted(url)}: {first}")
-    return None
-
-
 def prepare_store(
     url: str,
     engine: Engine,
@@ -68,8 +54,9 @@ def prepare_store(
     `--once` fails at the first unreachable attempt with a one-line
     `StoreUnavailableError`; a live job waits for the database (at most `limit` s).
     """
-    from services.store.database import check_server
+    from services.store.database import check_server, redacted
     from services.store.migrate import upgrade
+    from services.store.repository import store_error
 
     def attempt() -> Any:
         check_server(engine)
@@ -77,10 +64,10 @@ def prepare_store(
             upgrade(url)
             return prepare()
         except DBAPIError as exc:
-            unavailable = _unavailable(exc, url)
-            if unavailable is None:
+            error = store_error(exc, f"cannot reach PostgreSQL at {redacted(url)}")
+            if not isinstance(error, StoreUnavailableError):
                 raise
-            raise unavailable from exc
+            raise error from exc
 
     if once:
         return attempt()

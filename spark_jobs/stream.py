@@ -294,8 +294,8 @@ def _run_query(
                 topic_names=None
                 if kind == "replay"
                 else TopicNames(config | {"bootstrap.servers": args.bootstrap_servers}),
+                store_outage=store_outage,
             )
-            processor.store_outage = store_outage
             writer = df.writeStream.foreachBatch(processor).option(
                 "checkpointLocation", str(checkpoint)
             )

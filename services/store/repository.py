@@ -304,7 +304,7 @@ class HistoryStore:
                 if not keep:
                     transaction.rollback()
         except (DBAPIError, psycopg.Error) as exc:
-            raise _store_error(exc, failure) from exc
+            raise store_error(exc, failure) from exc
         except UnicodeEncodeError as exc:  # a lone surrogate: no encoding can send it
             raise BatchRejectedError(f"{failure}: {exc}") from exc
 
@@ -317,7 +317,7 @@ class HistoryStore:
             with self.engine.connect() as conn:
                 rows = conn.execute(query, {"s": source}).all()
         except DBAPIError as exc:
-            raise _store_error(exc, f"progress of {source} not read") from exc
+            raise store_error(exc, f"progress of {source} not read") from exc
         return {partition: (offset, batch_id) for partition, offset, batch_id in rows}
 
     def position_bases(self, source: str) -> dict[int, int]:
@@ -332,7 +332,7 @@ class HistoryStore:
                 rows = conn.execute(query, {"s": source}).all()
             return {partition: base for partition, base in rows}
         except DBAPIError as exc:
-            raise _store_error(exc, f"position bases of {source} not read") from exc
+            raise store_error(exc, f"position bases of {source} not read") from exc
 
     def last_batch(self, source: str) -> int | None:
         """The newest batch id of `source` the store holds (and has counted), or None."""
@@ -341,7 +341,7 @@ class HistoryStore:
             with self.engine.connect() as conn:
                 return conn.execute(query, {"s": source}).scalar_one_or_none()
         except DBAPIError as exc:
-            raise _store_error(exc, f"last batch of {source} not read") from exc
+            raise store_error(exc, f"last batch of {source} not read") from exc
 
     def restart_batches(self, source: str) -> None:
         """Count `source`'s batches from id 0 again: a new checkpoint restarts Spark's
@@ -351,7 +351,7 @@ class HistoryStore:
             with self.engine.begin() as conn:
                 conn.execute(query, {"s": source})
         except DBAPIError as exc:
-            raise _store_error(exc, f"batch count of {source} not restarted") from exc
+            raise store_error(exc, f"batch count of {source} not restarted") from exc
 
 
 def _reason(exc: BaseException) -> str:
@@ -360,8 +360,9 @@ def _reason(exc: BaseException) -> str:
     return (str(cause).strip().splitlines() or [type(cause).__name__])[0]
 
 
-def _store_error(exc: DBAPIError | psycopg.Error, what: str) -> StoreError:
-    """`StoreUnavailableError` if the server failed, else `BatchRejectedError`."""
+def store_error(exc: DBAPIError | psycopg.Error, what: str) -> StoreError:
+    """`StoreUnavailableError` if the server failed, else `BatchRejectedError`; the message
+    is `what` and the first line of what the database said."""
     cause = exc.orig if isinstance(exc, DBAPIError) and exc.orig is not None else exc
     message = f"{what}: {_reason(exc)}"
     invalidated = isinstance(exc, DBAPIError) and exc.connection_invalidated
