@@ -92,6 +92,11 @@ class Job:
         self._reader.join(10)
 
 
+# The outage's length as the give-up line prints it: never under the 10 s limit; on a
+# loaded 2-core machine it was once 1m07s (the same slack as the exit-time bounds below).
+PAST_LIMIT = r"(?:[1-9]\ds|[1-2]m[0-5]\ds)"
+
+
 def offset_commits(group: str, count: int, base: int) -> list[tuple[bytes, bytes]]:
     """`count` offset commits of `group`, one per partition of topic `orders`."""
     return [
@@ -504,7 +509,7 @@ def test_once_gives_up_on_a_long_database_outage_in_one_line_and_resumes_later(
     assert_no_traceback(job)
     last = job.lines[-1].strip()
     assert re.fullmatch(
-        r"groupscope stream: the database unavailable for 1\ds \(--max-outage 10s\): "
+        rf"groupscope stream: the database unavailable for {PAST_LIMIT} \(--max-outage 10s\): "
         r"batch \d of replay:.* not written: .*",
         last,
     ), job.tail()
@@ -584,6 +589,6 @@ def test_once_gives_up_on_a_frozen_broker_in_one_line(
     assert_no_traceback(job)
     assert re.fullmatch(
         rf"groupscope stream: the Kafka broker at {own_tansu.bootstrap} unavailable for "
-        r"1\ds \(--max-outage 10s\): .*",
+        rf"{PAST_LIMIT} \(--max-outage 10s\): .*",
         job.lines[-1].strip(),
     ), job.tail()
