@@ -1,6 +1,5 @@
 """Helpers for the dashboard tests: the dashboards' queries, Grafana's variable and macro
-substitution, PromQL metric names, and a reader for the simple YAML of the provisioning
-files (the project has no YAML library; these files use block mappings and lists only).
+substitution and PromQL metric names. The YAML files are read with PyYAML.
 """
 
 from __future__ import annotations
@@ -143,61 +142,3 @@ def metric_names(expr: str) -> set[str]:
 
 
 # --- simple YAML ------------------------------------------------------------------------
-def _scalar(text: str) -> Any:
-    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
-        return text[1:-1]
-    if text in ("true", "false"):
-        return text == "true"
-    if re.fullmatch(r"-?\d+", text):
-        return int(text)
-    if text[0] in "[{|>&*!":
-        raise ValueError(f"unsupported YAML: {text!r}")
-    return text
-
-
-def _block(lines: list[tuple[int, str]], i: int, indent: int) -> tuple[Any, int]:
-    if lines[i][1].startswith("- "):
-        items = []
-        while i < len(lines) and lines[i][0] == indent and lines[i][1].startswith("- "):
-            rest = lines[i][1][2:].lstrip()
-            if re.match(r"[\w.-]+:(\s|$)", rest):  # "- key: value" opens a mapping
-                inner = indent + len(lines[i][1]) - len(rest)
-                lines[i] = (inner, rest)
-                value, i = _block(lines, i, inner)
-            else:
-                value, i = _scalar(rest), i + 1
-            items.append(value)
-        return items, i
-    mapping: dict[str, Any] = {}
-    while i < len(lines) and lines[i][0] == indent and not lines[i][1].startswith("- "):
-        m = re.fullmatch(r"([\w.-]+):(?:\s+(.*))?", lines[i][1])
-        if not m:
-            raise ValueError(f"unsupported YAML line: {lines[i][1]!r}")
-        key, rest = m.group(1), m.group(2)
-        i += 1
-        if rest:
-            mapping[key] = _scalar(rest)
-        elif i < len(lines) and (
-            lines[i][0] > indent or (lines[i][0] == indent and lines[i][1].startswith("- "))
-        ):
-            mapping[key], i = _block(lines, i, lines[i][0])
-        else:
-            mapping[key] = None
-    return mapping, i
-
-
-def read_simple_yaml(text: str) -> Any:
-    """Block mappings, block lists and plain or quoted scalars; whole-line comments.
-    Anything else raises ValueError rather than being misread."""
-    lines = []
-    for raw in text.splitlines():
-        body = raw.strip()
-        if not body or body.startswith("#"):
-            continue
-        if " #" in body and "'" not in body and '"' not in body:
-            body = body.split(" #", 1)[0].rstrip()
-        lines.append((len(raw) - len(raw.lstrip(" ")), body))
-    value, i = _block(lines, 0, lines[0][0])
-    if i != len(lines):
-        raise ValueError(f"unsupported YAML from line: {lines[i][1]!r}")
-    return value

@@ -5,13 +5,14 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+import yaml
+
 from tests.dashboards.grafana import (
     DASHBOARDS,
     DATASOURCES,
     PROMETHEUS_CONFIG,
     PROVIDERS,
     RULES,
-    read_simple_yaml,
 )
 
 MOUNTED_RULES = "/etc/prometheus/rules.yml"
@@ -36,7 +37,7 @@ def test_promtool_check_config(promtool_binary: str, tmp_path: Path) -> None:
 
 
 def test_config_scrapes_the_exporter_and_loads_the_rules() -> None:
-    config = read_simple_yaml(PROMETHEUS_CONFIG.read_text())
+    config = yaml.safe_load(PROMETHEUS_CONFIG.read_text())
     assert config["rule_files"] == [MOUNTED_RULES]
     [job] = config["scrape_configs"]
     assert job["job_name"] == "groupscope"
