@@ -19,7 +19,7 @@ import psycopg
 from sqlalchemy import Engine
 from sqlalchemy.exc import DBAPIError
 
-from services.store.errors import SchemaOutdatedError, StoreUnavailableError
+from services.store.errors import SchemaOutdatedError, StoreUnavailableError, first_line
 
 GROUPS = """
 SELECT g.name, g.type, extract(epoch FROM g.deleted_at)::float8, g.commits_total,
@@ -236,9 +236,9 @@ def read_snapshot(
                 pipeline = [PipelineRow(*row) for row in cur.fetchall()]
                 offsets = _read_offsets(cur)
     except (psycopg.Error, DBAPIError, OSError) as exc:
-        cause = exc.orig if isinstance(exc, DBAPIError) and exc.orig is not None else exc
-        first = (str(cause).strip().splitlines() or [type(cause).__name__])[0]
-        raise StoreUnavailableError(f"the history store could not be read: {first}") from exc
+        raise StoreUnavailableError(
+            f"the history store could not be read: {first_line(exc)}"
+        ) from exc
     return StoreSnapshot(now.timestamp(), groups, totals, last, failures, pipeline, offsets)
 
 

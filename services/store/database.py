@@ -16,7 +16,7 @@ from sqlalchemy import Engine, create_engine, make_url, text
 from sqlalchemy.exc import DBAPIError
 
 from services.store.embedded import EmbeddedPostgres, data_dir
-from services.store.errors import StoreUnavailableError, UnsupportedServerError
+from services.store.errors import StoreUnavailableError, UnsupportedServerError, first_line
 from services.store.options import URL_SCHEMES
 
 MINIMUM_SERVER_VERSION = 140000
@@ -53,7 +53,7 @@ def check_server(engine: Engine) -> None:
     except DBAPIError as exc:
         raise StoreUnavailableError(
             f"cannot reach PostgreSQL at {redacted(engine.url.render_as_string(False))}: "
-            f"{str(exc.orig).strip().splitlines()[0]}"
+            f"{first_line(exc)}"
         ) from exc
     if version < MINIMUM_SERVER_VERSION:
         raise UnsupportedServerError(

@@ -29,7 +29,12 @@ from sqlalchemy.exc import DBAPIError
 
 from services.store import sanitize, staging
 from services.store.batch import BatchWrite, Generation, PipelineReport, Repair
-from services.store.errors import BatchRejectedError, StoreError, StoreUnavailableError
+from services.store.errors import (
+    BatchRejectedError,
+    StoreError,
+    StoreUnavailableError,
+    first_line,
+)
 
 # Every group named in the batch exists afterwards, with first/last seen widened.
 # (Generations are staged as group events too, so they count here.)
@@ -281,7 +286,7 @@ class HistoryStore:
             with self._transaction(f"batch {batch.batch_id} rejected", keep=False) as cur:
                 _merge(cur, _stage(cur, batch))
         except BatchRejectedError as exc:
-            return _reason(exc.__cause__ or exc)
+            return first_line(exc.__cause__ or exc)
         return None
 
     def report_status(self, status: PipelineReport) -> None:
@@ -354,17 +359,11 @@ class HistoryStore:
             raise store_error(exc, f"batch count of {source} not restarted") from exc
 
 
-def _reason(exc: BaseException) -> str:
-    """The first line of what the database (or the driver) said."""
-    cause = exc.orig if isinstance(exc, DBAPIError) and exc.orig is not None else exc
-    return (str(cause).strip().splitlines() or [type(cause).__name__])[0]
-
-
 def store_error(exc: DBAPIError | psycopg.Error, what: str) -> StoreError:
     """`StoreUnavailableError` if the server failed, else `BatchRejectedError`; the message
     is `what` and the first line of what the database said."""
     cause = exc.orig if isinstance(exc, DBAPIError) and exc.orig is not None else exc
-    message = f"{what}: {_reason(exc)}"
+    message = f"{what}: {first_line(exc)}"
     invalidated = isinstance(exc, DBAPIError) and exc.connection_invalidated
     if invalidated or (
         isinstance(cause, _CONNECTION_ERRORS) and not isinstance(cause, _DATA_LIMITS)
