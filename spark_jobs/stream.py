@@ -38,8 +38,7 @@ sources:
   --source kafka         groupscope's own Kafka source (confluent-kafka; default when
                          --bootstrap-servers is given)
   --source spark-kafka   Spark's official Kafka connector (clusters that can load it)
-  --source replay DIR    a replay directory: `groupscope simulate --out DIR` or
-                         `groupscope capture --out DIR`
+  --source replay DIR    a replay directory, as `groupscope simulate --out DIR` writes
 
 examples:
   groupscope stream --source replay ./capture --once
