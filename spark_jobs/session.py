@@ -29,8 +29,9 @@ def spark_session(
     """Get or create the session.
 
     Workers must run this interpreter (with pyarrow and the project installed), not the
-    system Python: DESIGN.md §5 measured 15 s timeouts otherwise. Under spark-submit the
-    master and resources come from the submit command; locally the default is local[*].
+    system Python, whose workers time out (docs/architecture.md, "The Kafka source").
+    Under spark-submit the master and resources come from the submit command; locally
+    the default is local[*].
     A JVM that cannot start with the class-data-sharing archive is started again without.
     """
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)

@@ -18,7 +18,7 @@ ROOT = HERE.parents[1]
 
 # Where variables are read: the product, its container files, and the developer tools.
 PRODUCT = ("services", "spark_jobs", "docker", "docker-compose.yml", "Dockerfile")
-DEVELOPMENT = ("benchmarks", "tests", "Makefile")
+DEVELOPMENT = ("benchmarks", "tests", "Makefile", ".ci")
 SUFFIXES = {".py", ".sh", ".yml", ".yaml", ""}
 
 NAME = re.compile(r"\bGROUPSCOPE_[A-Z0-9_]*[A-Z0-9]\b")

@@ -10,6 +10,7 @@ them.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -102,10 +103,15 @@ def _defaults(parser: argparse.ArgumentParser) -> dict[tuple[str, str], object]:
 
 def commands(candidates: Iterable[str]) -> list[Command]:
     """Every subcommand with its flags, each flag with the variables its default reads."""
+    return list(_commands(tuple(sorted(set(candidates)))))
+
+
+@functools.cache
+def _commands(candidates: tuple[str, ...]) -> tuple[Command, ...]:
     base = list(_walk(_parser({}), ()))
     clean = _defaults(_parser({}))
     bound: dict[tuple[str, str], list[str]] = {}
-    for name in sorted(set(candidates)):
+    for name in candidates:
         changed = {
             key
             for marker in MARKERS
@@ -114,7 +120,7 @@ def commands(candidates: Iterable[str]) -> list[Command]:
         }
         for key in changed:
             bound.setdefault(key, []).append(name)
-    return [
+    return tuple(
         Command(
             c.name,
             c.description,
@@ -124,4 +130,4 @@ def commands(candidates: Iterable[str]) -> list[Command]:
             ),
         )
         for c in base
-    ]
+    )
