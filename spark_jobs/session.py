@@ -8,8 +8,9 @@ import sys
 from pyspark.errors import PySparkRuntimeError
 from pyspark.sql import SparkSession
 
-# The throughput collector: on local[2] it ran the offset-commit batches about 10% faster
-# than the JVM's default G1, with a fifth less peak memory (benchmarks/bench_stream.py).
+# The throughput collector: on local[2] it ran the offset-commit batches faster than the
+# JVM's default G1, with less peak memory (benchmarks/bench_stream.py, commits case;
+# docs/performance.md, "Design measurements": garbage collector).
 JAVA_OPTIONS = "-XX:+UseParallelGC"
 
 

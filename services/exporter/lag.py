@@ -29,7 +29,8 @@ import numpy as np
 log = logging.getLogger("groupscope.exporter")
 
 # (topic names, topic index per partition, partition numbers) -> log-end offsets, -1 where
-# unknown. Arrays rather than tuples: 500,000 (topic, partition) tuples cost ~100 MB.
+# unknown. Arrays rather than tuples, which cost far more memory at scale
+# (docs/performance.md, "Design measurements": partition arrays).
 Fetch = Callable[[Sequence[str], np.ndarray, np.ndarray], np.ndarray]
 
 CHUNK = 16_384  # rows per vectorized block: bounds the temporaries (~8 MB)
