@@ -62,13 +62,16 @@ def command_section(command: flags.Command) -> str:
     return "".join(lines)
 
 
-def variables_section(title: str, intro: str, variables: list[environment.Variable]) -> str:
-    where = environment.mentioned()
+def variables_section(
+    title: str, intro: str, variables: list[environment.Variable], roots: tuple[str, ...]
+) -> str:
+    where = environment.mentioned(roots)
     lines = [f"\n## {title}\n\n{intro}\n\n| variable | default | read in | what it does |\n"]
     lines.append("|---|---|---|---|\n")
     for v in variables:
         files = ", ".join(f"`{p}`" for p in where.get(v.name, []))
-        lines.append(f"| `{v.name}` | {cell(v.default)} | {files} | {cell(v.help)} |\n")
+        default = v.default if " " in v.default else f"`{v.default}`"  # prose or a value
+        lines.append(f"| `{v.name}` | {cell(default)} | {files} | {cell(v.help)} |\n")
     return "".join(lines)
 
 
@@ -84,10 +87,12 @@ def render() -> str:
             "Read by the streaming job's Spark session, the data directory, and the "
             "container files. (`GROUPSCOPE_SPARK_MASTER` also sets `stream --master`.)",
             product,
+            environment.PRODUCT,
         )
         + variables_section(
             "Variables for tests and benchmarks",
             "Read by `tests/` and `benchmarks/`, never by groupscope itself.",
             development,
+            environment.PRODUCT + environment.DEVELOPMENT,
         )
     )
