@@ -16,7 +16,8 @@ For whoever deploys groupscope: every flag of every command, the `GROUPSCOPE_*`
 variable that sets its default, and every other `GROUPSCOPE_*` variable the code reads.
 A flag given on the command line wins over its variable. Bad values, from a flag or a
 variable, get one line and exit status 2. `groupscope COMMAND --help` prints the same
-help with examples.
+help with examples. `spark-submit spark_jobs/stream.py` takes the flags of
+`groupscope stream`.
 
 Kafka client properties (SASL, SSL, timeouts) pass through `--kafka-config KEY=VALUE`
 or a Java-style `--kafka-config-file`; properties whose names contain password, secret,
