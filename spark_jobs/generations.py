@@ -1,7 +1,7 @@
 """Generations and rebalances from decoded group records, in log order.
 
 Pure Python (codec dicts in, store dataclasses out), so it runs on the driver and is
-tested without Spark. Semantics follow DESIGN.md §3:
+tested without Spark. Semantics follow docs/architecture.md, "Generations" and "Churn":
 
 * **Classic groups.** Each GroupMetadata record of a new generation id is one generation.
   A member's identity is its group instance id when set (static membership), else its

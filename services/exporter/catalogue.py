@@ -1,8 +1,8 @@
 """Every metric the exporter publishes: name, type, labels and meaning.
 
-One table drives the exposition (HELP and TYPE lines), the README's metric reference
+One table drives the exposition (HELP and TYPE lines), docs/metrics.md (`make docs`)
 and the tests that check the alert rules and dashboards only use metrics that exist.
-Labels are bounded (DESIGN.md §4): group, topic, and partition only behind
+Labels are bounded (docs/architecture.md, "Contracts"): group, topic, and partition only behind
 `--per-partition`; never a member id. Time series follow Prometheus conventions:
 counters end in `_total`, durations are in seconds, timestamps are Unix seconds.
 """

@@ -9,7 +9,7 @@ import sys
 
 EPILOG = """\
 endpoints:
-  /metrics   every groupscope_* metric (see the README's metric reference)
+  /metrics   every groupscope_* metric (see docs/metrics.md)
   /healthz   200 while the exporter's refresh loop runs
   /readyz    200 once the streaming job has caught up with __consumer_offsets on every
              source that reported within --source-stale-after, none of them degraded;

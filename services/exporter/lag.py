@@ -14,8 +14,8 @@ time lag is now minus that. A committed
 offset older than the whole history is extrapolated back at the history's average rate
 (or, with no rate, the history's age, a lower bound). Caught up (c >= the latest
 log-end offset) is 0. This is the method of kafka-lag-exporter's lookup table; its
-limits are in the README: bursty producers make interpolation coarse, and right after
-start the history is one sample deep.
+limits are in docs/architecture.md, "Lag": bursty producers make interpolation coarse,
+and right after start the history is one sample deep.
 """
 
 from __future__ import annotations
@@ -29,7 +29,8 @@ import numpy as np
 log = logging.getLogger("groupscope.exporter")
 
 # (topic names, topic index per partition, partition numbers) -> log-end offsets, -1 where
-# unknown. Arrays rather than tuples: 500,000 (topic, partition) tuples cost ~100 MB.
+# unknown. Arrays rather than tuples, which cost far more memory at scale
+# (docs/performance.md, "Design measurements": partition arrays).
 Fetch = Callable[[Sequence[str], np.ndarray, np.ndarray], np.ndarray]
 
 CHUNK = 16_384  # rows per vectorized block: bounds the temporaries (~8 MB)

@@ -66,7 +66,8 @@ ORDER BY source
 
 # The offsets travel as three packed binary arrays (int4send/int8send, big-endian) plus
 # the distinct (group, topic) pairs: no Python object per row on the client. COPY or a
-# row per partition left ~100 MB of fragmented heap behind for 500,000 partitions.
+# row per partition left fragmented heap behind (docs/performance.md, "Design
+# measurements": packed offsets).
 LIVE_OFFSETS = """
 WITH live AS (
     SELECT group_name, topic, partition, committed_offset,

@@ -102,8 +102,9 @@ ON CONFLICT (to_generation_pk) DO NOTHING
 # The batch's latest record per partition replaces the stored one only if it is later;
 # the partitions it did move become one offset_history row per group. A replayed batch
 # moves nothing, so it adds no history either. Existing partitions are updated and new
-# ones inserted by separate sub-statements: measured, that costs the server ~17% less
-# CPU than INSERT … ON CONFLICT DO UPDATE, which also locks each row it updates. Both
+# ones inserted by separate sub-statements, which costs the server less CPU than
+# INSERT … ON CONFLICT DO UPDATE (docs/performance.md, "Design measurements": update,
+# then insert); that also locks each row it updates. Both
 # see the snapshot from before the statement, so no partition is both updated and
 # inserted. One writer per source partition is assumed (the streaming job); a second
 # writer inserting the same new partition at the same moment gets a unique-key error
