@@ -142,14 +142,17 @@ METRICS: tuple[Metric, ...] = (
         "gauge",
         GROUP_TOPIC,
         "Offset lag: log-end offset minus committed offset, summed over the topic's "
-        "committed partitions.",
+        "committed partitions. The log-end offset is the last stable offset, what a "
+        "read_committed consumer can read (the high watermark where no transaction is "
+        "open).",
     ),
     Metric(
         "lag_seconds",
         "gauge",
         GROUP_TOPIC,
         "Time lag: the largest, over the topic's partitions, estimated age of the "
-        "committed position (interpolated on log-end offset samples).",
+        "committed position (interpolated on samples of the last stable offset; 0 when "
+        "the group has committed everything a read_committed consumer can read).",
     ),
     Metric(
         "partition_committed_offset",
@@ -162,14 +165,14 @@ METRICS: tuple[Metric, ...] = (
         "partition_lag",
         "gauge",
         GROUP_TOPIC_PARTITION,
-        "Offset lag of one partition.",
+        "Offset lag of one partition: its last stable offset minus the committed offset.",
         per_partition=True,
     ),
     Metric(
         "partition_lag_seconds",
         "gauge",
         GROUP_TOPIC_PARTITION,
-        "Time lag of one partition.",
+        "Time lag of one partition (on samples of its last stable offset).",
         per_partition=True,
     ),
     # Decoding and the pipeline.
