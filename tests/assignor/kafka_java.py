@@ -24,7 +24,7 @@ from typing import IO
 import pytest
 
 from tests.kafka.javac import JavaUnavailable as HarnessUnavailable
-from tests.kafka.javac import compiled, kafka_classpath
+from tests.kafka.javac import compiled, kafka_classpath, kafka_required
 
 HARNESS_SOURCE = Path(__file__).resolve().parents[1] / "kafka" / "harness" / "AssignorHarness.java"
 CALL_TIMEOUT_S = 60.0
@@ -37,10 +37,6 @@ class KafkaRaised(Exception):
         super().__init__(f"{java_class}: {message}")
         self.java_class = java_class
         self.message = message
-
-
-def kafka_required() -> bool:
-    return os.environ.get("GROUPSCOPE_REQUIRE_KAFKA", "") not in ("", "0")
 
 
 def compiled_harness(classpath: str) -> Path:

@@ -11,7 +11,6 @@ reads `__consumer_offsets` into PostgreSQL, and the store is held to what the cl
 
 from __future__ import annotations
 
-import os
 import subprocess
 import uuid
 from collections.abc import Iterator
@@ -32,7 +31,7 @@ from tests.job.java_scenarios import (
     play_all,
 )
 from tests.job.real_groups import rows, run_job_once, stored_generations
-from tests.kafka.javac import JavaUnavailable
+from tests.kafka.javac import JavaUnavailable, kafka_required
 
 pytestmark = pytest.mark.real_kafka
 
@@ -56,7 +55,7 @@ def run(
     try:
         runtime = JavaRuntime.load()
     except JavaUnavailable as exc:
-        if os.environ.get("GROUPSCOPE_REQUIRE_KAFKA"):
+        if kafka_required():
             pytest.fail(f"{exc} (GROUPSCOPE_REQUIRE_KAFKA is set)", pytrace=False)
         pytest.skip(str(exc))
     name = postgres_server.create_database(template=migrated_template)
