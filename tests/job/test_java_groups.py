@@ -125,13 +125,16 @@ def test_every_generation_the_clients_saw_is_stored_as_they_saw_it(run: Run, nam
 
 @pytest.mark.parametrize("name", NAMES)
 def test_the_stored_generations_no_client_saw_are_empty(run: Run, name: str) -> None:
-    """Two, both without members: generation 0, written when the first member's JoinGroup
-    created the group (Kafka's group coordinator commits a new classic group to the log at
-    once, empty), and the last, written when the last member left."""
+    """Generation 0, written when the first member's JoinGroup created the group (Kafka's
+    group coordinator commits a new classic group to the log at once, empty), and the
+    generations written once every member was closing: the last one, empty, after the last
+    member left, and (rarely) one of a member that rejoined just before its own SIGTERM."""
     scenario = run.scenarios[name]
     seen, kept = seen_generations(scenario), stored(run, scenario)
     unseen = {g: members for g, members in kept.items() if g not in seen}
-    assert unseen == {0: {}, max(kept): {}}, name
+    assert unseen.pop(0, None) == {}, name
+    assert unseen.get(max(kept)) == {}, name
+    assert min(unseen) > max(scenario.generations), (name, unseen)
 
 
 @pytest.mark.parametrize("name", STICKY)
