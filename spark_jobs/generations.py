@@ -8,10 +8,14 @@ tested without Spark. Semantics follow docs/architecture.md, "Generations" and "
   member id. A record that repeats the generation id (a static member rejoined within its
   session timeout) only refreshes the tracker's view.
 * **Cooperative episodes.** Under a cooperative protocol, the generation in which a
-  surviving member's partition is left unassigned is the revocation round. The next
-  generation completes the episode. The episode's churn is measured from the generation
-  before the revocation, is attached to the completing generation with
-  `cooperative_episode=True`, and the revocation round carries none.
+  surviving member's partition is left unassigned is the revocation round. The first
+  later generation in which every partition the survivors owned before the revocation
+  (of a topic still assigned) has an owner again completes the episode; usually the next
+  one, but a member whose SyncGroup the next rebalance overtook never saw the revocation
+  round, so it revokes in the following one, which is then a revocation round too. The
+  episode's churn is measured from the generation before the revocation, is attached to
+  the completing generation with `cooperative_episode=True`, and the revocation rounds
+  carry none.
 * **KIP-848 groups.** A generation is a group epoch. Its assignment is the target
   assignment (types 7 and 6), with topic ids named by the partition metadata (type 4),
   else by the tracker's cluster-wide `topic_names` (Kafka 4.x no longer writes type 4;
@@ -133,6 +137,19 @@ def _revokes(before: Assignment, after: Assignment) -> bool:
     """True when a member still in the group lost a partition that nobody now owns."""
     now = _owners(after)
     return any(member in after and tp not in now for member, tps in before.items() for tp in tps)
+
+
+def _still_revoking(start: Assignment, after: Assignment) -> bool:
+    """True while a partition that a member still in the group owned when a cooperative
+    episode began is owned by nobody, in a topic that is still assigned (a deleted or
+    unsubscribed topic's partitions stay unowned for good)."""
+    now = _owners(after)
+    topics = {topic for topic, _ in now}
+    return any(
+        member in after and tp not in now and tp[0] in topics
+        for member, tps in start.items()
+        for tp in tps
+    )
 
 
 class GenerationTracker:
@@ -279,6 +296,11 @@ class GenerationTracker:
             return None
         if group_type == "classic" and _is_cooperative(snapshot.protocol):
             if previous.revoking_from is not None:
+                if _still_revoking(previous.revoking_from.assignment, snapshot.assignment):
+                    # A member missed the revocation round's assignment (the next
+                    # rebalance overtook its SyncGroup), so it revokes in this one.
+                    snapshot.revoking_from = previous.revoking_from
+                    return None
                 return measure(previous.revoking_from, snapshot, "cooperative-sticky", True)
             if _revokes(previous.assignment, snapshot.assignment):
                 snapshot.revoking_from = previous

@@ -11,13 +11,20 @@ id as a native int32, then the group id and the member id, each NUL-terminated).
 from __future__ import annotations
 
 import struct
+import subprocess
+import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
+
+from sqlalchemy import Engine, text
 
 from tests.fixtures.real_kafka import RealKafka
 
 CGMD_MAGIC = b"CGMDv2:"
+JOB_TIMEOUT_S = 300.0
 STABLE_TIMEOUT_S = 60.0
 QUIET_S = 2.0  # no rebalance callback for this long, with a complete assignment: stable
 
@@ -177,3 +184,57 @@ class ConsumerGroup:
     def close(self) -> None:
         for member in self.members:
             member.consumer.close()
+
+
+def run_job_once(
+    broker: RealKafka, url: str, checkpoint: Path, groups: Sequence[ConsumerGroup] = ()
+) -> subprocess.CompletedProcess:
+    """`groupscope stream --once` on the broker, the groups' members polled meanwhile
+    (so that they stay in their generation)."""
+    args = [
+        *(sys.executable, "-m", "services.cli", "stream", "--once"),
+        *("--bootstrap-servers", broker.bootstrap_servers, "--database-url", url),
+        *("--checkpoint", str(checkpoint)),
+    ]
+    err = checkpoint.parent / "job.err"
+    with open(err, "w") as out:
+        process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=out, text=True)
+        deadline = time.monotonic() + JOB_TIMEOUT_S
+        try:
+            while process.poll() is None:
+                if time.monotonic() > deadline:
+                    raise AssertionError(f"the job ran over {JOB_TIMEOUT_S}s")
+                for group in groups:
+                    group.poll(0.05)
+                time.sleep(0.2)
+        finally:
+            if process.poll() is None:
+                process.kill()
+            process.wait()
+    return subprocess.CompletedProcess(args, process.returncode, "", err.read_text())
+
+
+def rows(engine: Engine, sql: str, **params) -> list:
+    with engine.connect() as conn:
+        return conn.execute(text(sql), params).all()
+
+
+def stored_generations(
+    engine: Engine, group: str, by_instance: bool = False
+) -> dict[int, dict[str, frozenset[tuple[str, int]]]]:
+    """generation -> member id -> (topic, partition)s; with `by_instance`, a static
+    member is keyed by its group instance id instead (KIP-345: it keeps that across
+    restarts, while the coordinator gives it a new member id each time)."""
+    out: dict[int, dict[str, frozenset[tuple[str, int]]]] = {}
+    key = "coalesce(m.group_instance_id, m.member_id)" if by_instance else "m.member_id"
+    sql = (
+        f"SELECT g.generation, {key}, m.assignment FROM generations g "
+        "LEFT JOIN generation_members m ON m.generation_pk = g.id WHERE g.group_name = :group"
+    )
+    for generation, member_id, assignment in rows(engine, sql, group=group):
+        members = out.setdefault(generation, {})
+        if member_id is not None:
+            members[member_id] = frozenset(
+                (t, p) for t, ps in (assignment or {}).items() for p in ps
+            )
+    return out

@@ -123,6 +123,62 @@ def test_cooperative_revoke_then_assign_is_one_episode() -> None:
     assert episode.baseline_moves == 2 and episode.minimum_moves == 2
 
 
+def test_a_cooperative_episode_lasts_until_every_revoked_partition_is_owned() -> None:
+    """As Kafka 4.3 did with Java consumers: c joins a and b (gen 3). Gen 4 revokes t-2 from
+    a and t-5 from b, but gen 5 began before b's SyncGroup was answered: b never saw gen 4,
+    still owned t-5 when it joined gen 5 and revokes it there, while c gets t-2. Gen 6 gives
+    c t-5. One episode from gen 3 to gen 6, two moves, as the baseline; closed at gen 5 it
+    counted one move against a baseline of two."""
+    tracker = GenerationTracker()
+    protocol = "cooperative-sticky"
+    a, b = tp("t", 0, 1), tp("t", 3, 4)
+    feed(
+        tracker,
+        [
+            classic(
+                "co", 3, protocol, [member("a", tp("t", 0, 1, 2)), member("b", tp("t", 3, 4, 5))]
+            ),
+            classic("co", 4, protocol, [member("a", a), member("b", b), member("c", [])]),
+            classic("co", 5, protocol, [member("a", a), member("b", b), member("c", tp("t", 2))]),
+            classic(
+                "co", 6, protocol, [member("a", a), member("b", b), member("c", tp("t", 2, 5))]
+            ),
+        ],
+    )
+    generations, _ = tracker.drain()
+    assert [g.rebalance for g in generations[1:3]] == [None, None]
+    assert [g.state for g in generations] == [None, "rebalancing", "rebalancing", None]
+    episode = generations[3].rebalance
+    assert episode.cooperative_episode and episode.from_generation == 3
+    assert (episode.moved, episode.baseline_moves, episode.minimum_moves) == (2, 2, 2)
+
+
+def test_a_deleted_topics_partitions_do_not_hold_an_episode_open() -> None:
+    """Gen 2 revokes t-3 (for c) while topic u, deleted, is assigned no more: gen 3 closes
+    the episode although u's partitions stay unowned."""
+    tracker = GenerationTracker()
+    protocol = "cooperative-sticky"
+    topics = ("t", "u")
+    feed(
+        tracker,
+        [
+            classic("co", 1, protocol, [member("a", tp("t", 0, 1, 2, 3) + tp("u", 0), topics)]),
+            classic(
+                "co", 2, protocol, [member("a", tp("t", 0, 1), topics), member("c", [], topics)]
+            ),
+            classic(
+                "co",
+                3,
+                protocol,
+                [member("a", tp("t", 0, 1), topics), member("c", tp("t", 2, 3), topics)],
+            ),
+        ],
+    )
+    generations, _ = tracker.drain()
+    assert generations[1].rebalance is None
+    assert generations[2].rebalance.cooperative_episode
+
+
 def test_static_member_restart_keeps_its_identity() -> None:
     """A restarted static member gets a new member id but is the same member."""
     tracker = GenerationTracker()
