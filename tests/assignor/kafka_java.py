@@ -59,19 +59,20 @@ def kafka_classpath() -> str:
     return classpath
 
 
-def compiled_harness(classpath: str) -> Path:
-    """The folder holding AssignorHarness.class, compiled once per version of its source."""
+def compiled_harness(classpath: str, source: Path = HARNESS_SOURCE) -> Path:
+    """The folder holding the class `source` (a harness under tests/kafka/harness)
+    defines, compiled once per version of the source."""
     javac = shutil.which("javac")
     if javac is None:
         raise HarnessUnavailable("javac is not installed")
-    digest = hashlib.sha256(HARNESS_SOURCE.read_bytes()).hexdigest()[:16]
+    digest = hashlib.sha256(source.read_bytes()).hexdigest()[:16]
     target = SHARE / "harness" / digest
-    if (target / "AssignorHarness.class").is_file():
+    if (target / f"{source.stem}.class").is_file():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{digest}-", dir=target.parent))
     result = subprocess.run(
-        [javac, "-nowarn", "-d", str(staging), "-cp", classpath, str(HARNESS_SOURCE)],
+        [javac, "-nowarn", "-d", str(staging), "-cp", classpath, str(source)],
         capture_output=True,
         text=True,
         timeout=300,
