@@ -1,0 +1,249 @@
+"""KIP-848 groups (`group.protocol=consumer`) of librdkafka clients on Apache Kafka 4.3.1,
+with the broker's `uniform` and `range` assignors, through `groupscope stream --once`.
+
+Each group lives through members joining one by one, partitions added to a subscribed
+topic (CreatePartitions: the coordinator bumps the group epoch itself) and a member
+leaving. The store is then compared with the broker's own account,
+`Admin.describeConsumerGroups` from Kafka's Java client (group epoch, target assignment
+epoch, each member's epoch, current and target assignment: confluent-kafka reports no
+epochs), with what each client saw, and with ListConsumerGroupOffsets. The `uniform`
+group's rebalances must each move exactly what the `uniform` baseline moves: the
+broker's assignor is sticky, and so must our reconstruction of it be.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from sqlalchemy import Engine
+
+from services.store.database import create_store_engine
+from tests.fixtures.real_kafka import RealKafka
+from tests.job.real_groups import Assigned, ConsumerGroup
+from tests.job.real_job import (
+    admin_offsets,
+    describe_groups,
+    rows,
+    run_job_once,
+    stored_generations,
+    stored_offsets,
+)
+
+pytestmark = pytest.mark.real_kafka
+
+# Two topics per group: (name suffix, partitions at first, partitions after the growth).
+TOPICS = {"a": (6, 8), "b": (3, 3)}
+ASSIGNORS = ("uniform", "range")
+MEMBERS = 3
+PER_PARTITION = 10
+
+
+@dataclass
+class Kip848Group:
+    name: str
+    assignor: str
+    topics: list[str]
+    final: dict[str, tuple[int, frozenset[tuple[str, int]]]]  # member -> (epoch, held)
+    seen: list[Assigned]
+
+
+@dataclass
+class Run:
+    engine: Engine
+    groups: dict[str, Kip848Group]  # by assignor
+    described: dict[str, dict[str, Any]]  # by group name
+    offsets: dict[str, dict[tuple[str, int], int]]
+    job: subprocess.CompletedProcess
+
+
+def add_partitions(broker: RealKafka, topic: str, total: int) -> None:
+    from confluent_kafka.admin import AdminClient, NewPartitions
+
+    admin = AdminClient(broker.client_config())
+    for future in admin.create_partitions([NewPartitions(topic, total)]).values():
+        future.result(60)
+
+
+def produce(broker: RealKafka, topics: dict[str, int]) -> dict[tuple[str, int], int]:
+    """PER_PARTITION records into every partition; returns the high watermarks."""
+    from confluent_kafka import Producer
+
+    producer = Producer(broker.client_config())
+    for topic, partitions in topics.items():
+        for p in range(partitions):
+            for i in range(PER_PARTITION):
+                producer.produce(topic, f"{p}-{i}".encode(), partition=p)
+    assert producer.flush(30) == 0
+    return {(t, p): PER_PARTITION for t, n in topics.items() for p in range(n)}
+
+
+def live_through_rebalances(broker: RealKafka, suffix: str) -> dict[str, ConsumerGroup]:
+    """Per assignor, a group on its own two topics: members join one by one, a topic
+    grows, the last member leaves; stable after each step."""
+    groups = {}
+    for assignor in ASSIGNORS:
+        topics = [
+            broker.create_topic(f"kip848-{assignor}-{t}-{suffix}", before)
+            for t, (before, _) in TOPICS.items()
+        ]
+        config = {"group.protocol": "consumer", "group.remote.assignor": assignor}
+        groups[assignor] = ConsumerGroup(
+            broker,
+            f"kip848-{assignor}-{suffix}",
+            topics[0],
+            sum(before for before, _ in TOPICS.values()),
+            config,
+            size=1,
+            subscription=topics,
+        )
+    for group in groups.values():  # the rebalances of both groups overlap in time
+        group.await_stable()
+    for _ in range(MEMBERS - 1):
+        for group in groups.values():
+            group.join()
+        for group in groups.values():
+            group.await_stable()
+    for group in groups.values():
+        for topic, (before, after) in zip(group.subscription, TOPICS.values(), strict=True):
+            if after != before:
+                add_partitions(broker, topic, after)
+        group.partitions = sum(after for _, after in TOPICS.values())
+    for group in groups.values():
+        group.await_stable()
+    for group in groups.values():
+        group.leave()
+    for group in groups.values():
+        group.await_stable()
+    return groups
+
+
+@pytest.fixture(scope="module")
+def run(
+    real_kafka: RealKafka, postgres_server, migrated_template: str, tmp_path_factory
+) -> Iterator[Run]:
+    suffix = uuid.uuid4().hex[:8]
+    name = postgres_server.create_database(template=migrated_template)
+    url = postgres_server.url(name)
+    engine = create_store_engine(url)
+    groups: dict[str, ConsumerGroup] = {}
+    try:
+        groups = live_through_rebalances(real_kafka, suffix)
+        for group in groups.values():
+            grown = zip(group.subscription, TOPICS.values(), strict=True)
+            highs = produce(real_kafka, {t: after for t, (_, after) in grown})
+            group.consume_and_commit(highs)
+            group.await_stable()
+        names = [g.group for g in groups.values()]
+        before = {g.group: (g.holdings(), len(g.seen())) for g in groups.values()}
+        described = describe_groups(real_kafka, names)
+        offsets = admin_offsets(real_kafka, names)
+        job = run_job_once(
+            real_kafka, url, tmp_path_factory.mktemp("job") / "checkpoint", list(groups.values())
+        )
+        for group in groups.values():  # nobody rebalanced while the job ran
+            assert (group.holdings(), len(group.seen())) == before[group.group]
+        observed = {
+            assignor: Kip848Group(g.group, assignor, g.subscription, g.holdings(), g.seen())
+            for assignor, g in groups.items()
+        }
+        yield Run(engine, observed, described, offsets, job)
+    finally:
+        for group in groups.values():
+            group.close()
+        engine.dispose()
+        postgres_server.drop_database(name)
+
+
+def test_the_job_reads_the_kip848_records_without_a_failure(run: Run) -> None:
+    assert run.job.returncode == 0, run.job.stderr[-3000:]
+    assert rows(run.engine, "SELECT reason FROM decode_failures") == []
+    types = dict(rows(run.engine, "SELECT name, type FROM groups"))
+    for group in run.groups.values():
+        assert types[group.name] == "consumer"
+
+
+@pytest.mark.parametrize("assignor", ASSIGNORS)
+def test_the_latest_epoch_is_what_the_broker_describes(run: Run, assignor: str) -> None:
+    """Group epoch, members, each member's target and current assignment, topics by
+    name: the store's latest epoch equals Kafka's DescribeGroups answer."""
+    group = run.groups[assignor]
+    described = run.described[group.name]
+    assert (described["type"], described["state"]) == ("Consumer", "Stable")
+    assert described["assignor"] == assignor
+    epoch = described["group_epoch"]
+    assert described["target_assignment_epoch"] == epoch
+    stored = stored_generations(run.engine, group.name)
+    assert max(stored) == epoch
+    by_broker = {}
+    for member in described["members"]:
+        assert member["member_epoch"] == epoch
+        target = frozenset(map(tuple, member["target_assignment"]))
+        assert frozenset(map(tuple, member["assignment"])) == target
+        by_broker[member["member_id"]] = target
+    assert stored[epoch] == by_broker
+    assert len(by_broker) == MEMBERS - 1
+    (assignors,) = rows(
+        run.engine,
+        "SELECT assignor FROM generations WHERE group_name = :group AND generation = :epoch",
+        group=group.name,
+        epoch=epoch,
+    )
+    assert assignors == (assignor,)
+
+
+@pytest.mark.parametrize("assignor", ASSIGNORS)
+def test_every_epoch_a_client_saw_is_stored_with_its_partitions(run: Run, assignor: str) -> None:
+    """What a member held after each assignment callback, at the epoch its client had
+    then, lies within the stored target of that epoch (a member can hold less than its
+    target while another member still releases a partition: KIP-848's unreleased
+    partitions); and what each member holds now is exactly the latest stored epoch's."""
+    group = run.groups[assignor]
+    stored = stored_generations(run.engine, group.name)
+    assert len(group.seen) >= MEMBERS + 2
+    for assigned in group.seen:
+        assert assigned.held <= stored[assigned.generation][assigned.member_id], assigned
+    (epoch,) = {e for e, _ in group.final.values()}
+    assert stored[epoch] == {member: held for member, (_, held) in group.final.items()}
+
+
+@pytest.mark.parametrize("assignor", ASSIGNORS)
+def test_the_added_partitions_are_in_the_stored_epochs(run: Run, assignor: str) -> None:
+    group = run.groups[assignor]
+    counts = rows(
+        run.engine,
+        "SELECT partition_count FROM generations WHERE group_name = :group ORDER BY source_offset",
+        group=group.name,
+    )
+    before = sum(b for b, _ in TOPICS.values())
+    after = sum(a for _, a in TOPICS.values())
+    assert (counts[0][0], counts[-1][0]) == (before, after)
+
+
+def test_committed_offsets_equal_the_admin_apis(run: Run) -> None:
+    for group in run.groups.values():
+        expected = run.offsets[group.name]
+        assert set(expected.values()) == {PER_PARTITION}
+        assert len(expected) == sum(a for _, a in TOPICS.values())
+        assert stored_offsets(run.engine, group.name) == expected
+
+
+def test_every_rebalance_of_the_uniform_group_moves_what_the_baseline_moves(run: Run) -> None:
+    """Kafka's uniform assignor keeps what it can: joins, a grown topic and a departure
+    each move exactly what the `uniform` baseline moves, so the excess over it is 0."""
+    group = run.groups["uniform"]
+    rebalances = rows(
+        run.engine,
+        "SELECT from_generation, to_generation, partitions_moved, baseline_moves, "
+        "baseline_assignor FROM rebalances WHERE group_name = :group ORDER BY to_generation",
+        group=group.name,
+    )
+    assert len(rebalances) >= MEMBERS + 1  # joins, the growth, the departure
+    assert {r.baseline_assignor for r in rebalances} == {"uniform"}
+    assert sum(r.partitions_moved for r in rebalances) > 0
+    excess = [(r.to_generation, r.partitions_moved - r.baseline_moves) for r in rebalances]
+    assert excess == [(to, 0) for to, _ in excess]
