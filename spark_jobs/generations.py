@@ -16,6 +16,8 @@ tested without Spark. Semantics follow DESIGN.md §3:
   assignment (types 7 and 6), with topic ids named by the partition metadata (type 4),
   else by the tracker's cluster-wide `topic_names` (Kafka 4.x no longer writes type 4;
   the job fills that map from the cluster, `spark_jobs.topic_names`), else left as ids.
+  A member subscribed by regex (`SubscribedTopicRegex`) is subscribed to the topics the
+  coordinator resolved it to: its ConsumerGroupRegularExpression record (type 16).
   The generation is emitted when the target assignment metadata for the epoch arrives,
   at the position of the epoch's ConsumerGroupMetadata record.
 * **Baseline.** The assignor core runs with each survivor's previous partitions as owned:
@@ -68,6 +70,7 @@ MEMBER_FIELDS = (
     "client_id",
     "client_host",
     "subscribed_topic_names",
+    "subscribed_topic_regex",
     "rebalance_timeout_ms",
     "server_assignor",
 )
@@ -83,6 +86,14 @@ class Kip848State:
     partition_counts: dict[str, int] = field(default_factory=dict)
     members: dict[str, dict[str, Any]] = field(default_factory=dict)
     targets: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    regexes: dict[str, list[str]] = field(default_factory=dict)  # regex -> resolved topics
+
+    def subscribed(self, member: Mapping[str, Any]) -> tuple[str, ...]:
+        """A member's topics: those it names and those its regex resolved to (Kafka
+        4.x, KIP-848's broker-side regexes); a regex not resolved yet matches none."""
+        regex = member.get("subscribed_topic_regex")  # absent in older saved states
+        resolved = self.regexes.get(regex, []) if regex else []
+        return tuple(sorted({*member["subscribed_topic_names"], *resolved}))
 
 
 def identity(member_id: str, group_instance_id: str | None) -> str:
@@ -311,6 +322,11 @@ class GenerationTracker:
                 state.targets.pop(member, None)
             else:
                 state.targets[member] = value["topic_partitions"]
+        elif kind == "consumer_group_regular_expression":
+            if value is None:
+                state.regexes.pop(key["regular_expression"], None)
+            else:
+                state.regexes[key["regular_expression"]] = list(value["topics"])
         elif kind == "consumer_group_target_assignment_metadata" and value is not None:
             self._kip848_generation(group, state, value["assignment_epoch"], position)
 
@@ -328,7 +344,7 @@ class GenerationTracker:
                 for p in tp["partitions"]
             ]
             assignment[ident] = assigned
-            topics[ident] = tuple(meta["subscribed_topic_names"])
+            topics[ident] = state.subscribed(meta)
             members.append(
                 Member(
                     member_id=member_id,
