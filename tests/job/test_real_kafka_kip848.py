@@ -38,9 +38,19 @@ pytestmark = pytest.mark.real_kafka
 
 # Two topics per group: (name suffix, partitions at first, partitions after the growth).
 TOPICS = {"a": (6, 8), "b": (3, 3)}
-ASSIGNORS = ("uniform", "range")
+# group kind -> the broker's assignor; `regex` subscribes to `^kip848-regex-<suffix>-.*`
+# and grows by a new matching topic (b) rather than by partitions.
+KINDS = {"uniform": "uniform", "range": "range", "regex": "uniform"}
+UNIFORM = ("uniform", "regex")
 MEMBERS = 3
 PER_PARTITION = 10
+
+
+def partitions(kind: str, grown: bool) -> dict[str, int]:
+    """A group's topic suffixes and their partitions, before or after the growth."""
+    if kind == "regex":
+        return {"a": TOPICS["a"][0]} | ({"b": TOPICS["b"][0]} if grown else {})
+    return {t: counts[grown] for t, counts in TOPICS.items()}
 
 
 @dataclass
@@ -55,7 +65,7 @@ class Kip848Group:
 @dataclass
 class Run:
     engine: Engine
-    groups: dict[str, Kip848Group]  # by assignor
+    groups: dict[str, Kip848Group]  # by kind
     described: dict[str, dict[str, Any]]  # by group name
     offsets: dict[str, dict[tuple[str, int], int]]
     job: subprocess.CompletedProcess
@@ -82,37 +92,44 @@ def produce(broker: RealKafka, topics: dict[str, int]) -> dict[tuple[str, int], 
     return {(t, p): PER_PARTITION for t, n in topics.items() for p in range(n)}
 
 
+def grow(broker: RealKafka, kind: str, prefix: str) -> None:
+    """New partitions for a group by names, a new matching topic for the regex group."""
+    for t, count in partitions(kind, grown=True).items():
+        if t not in partitions(kind, grown=False):
+            broker.create_topic(f"{prefix}-{t}", count)
+        elif count != partitions(kind, grown=False)[t]:
+            add_partitions(broker, f"{prefix}-{t}", count)
+
+
 def live_through_rebalances(broker: RealKafka, suffix: str) -> dict[str, ConsumerGroup]:
-    """Per assignor, a group on its own two topics: members join one by one, a topic
-    grows, the last member leaves; stable after each step."""
+    """Per kind, a group on topics of its own: members join one by one, it gains
+    partitions, the last member leaves; stable after each step."""
     groups = {}
-    for assignor in ASSIGNORS:
+    for kind, assignor in KINDS.items():
+        prefix = f"kip848-{kind}-{suffix}"
         topics = [
-            broker.create_topic(f"kip848-{assignor}-{t}-{suffix}", before)
-            for t, (before, _) in TOPICS.items()
+            broker.create_topic(f"{prefix}-{t}", n) for t, n in partitions(kind, False).items()
         ]
         config = {"group.protocol": "consumer", "group.remote.assignor": assignor}
-        groups[assignor] = ConsumerGroup(
+        groups[kind] = ConsumerGroup(
             broker,
-            f"kip848-{assignor}-{suffix}",
+            prefix,
             topics[0],
-            sum(before for before, _ in TOPICS.values()),
+            sum(partitions(kind, False).values()),
             config,
             size=1,
-            subscription=topics,
+            subscription=[f"^{prefix}-.*"] if kind == "regex" else topics,
         )
-    for group in groups.values():  # the rebalances of both groups overlap in time
+    for group in groups.values():  # the rebalances of the groups overlap in time
         group.await_stable()
     for _ in range(MEMBERS - 1):
         for group in groups.values():
             group.join()
         for group in groups.values():
             group.await_stable()
-    for group in groups.values():
-        for topic, (before, after) in zip(group.subscription, TOPICS.values(), strict=True):
-            if after != before:
-                add_partitions(broker, topic, after)
-        group.partitions = sum(after for _, after in TOPICS.values())
+    for kind, group in groups.items():
+        grow(broker, kind, group.group)
+        group.partitions = sum(partitions(kind, True).values())
     for group in groups.values():
         group.await_stable()
     for group in groups.values():
@@ -133,10 +150,9 @@ def run(
     groups: dict[str, ConsumerGroup] = {}
     try:
         groups = live_through_rebalances(real_kafka, suffix)
-        for group in groups.values():
-            grown = zip(group.subscription, TOPICS.values(), strict=True)
-            highs = produce(real_kafka, {t: after for t, (_, after) in grown})
-            group.consume_and_commit(highs)
+        for kind, group in groups.items():
+            topics = {f"{group.group}-{t}": n for t, n in partitions(kind, True).items()}
+            group.consume_and_commit(produce(real_kafka, topics))
             group.await_stable()
         names = [g.group for g in groups.values()]
         before = {g.group: (g.holdings(), len(g.seen())) for g in groups.values()}
@@ -148,8 +164,8 @@ def run(
         for group in groups.values():  # nobody rebalanced while the job ran
             assert (group.holdings(), len(group.seen())) == before[group.group]
         observed = {
-            assignor: Kip848Group(g.group, assignor, g.subscription, g.holdings(), g.seen())
-            for assignor, g in groups.items()
+            kind: Kip848Group(g.group, KINDS[kind], g.subscription, g.holdings(), g.seen())
+            for kind, g in groups.items()
         }
         yield Run(engine, observed, described, offsets, job)
     finally:
@@ -167,11 +183,12 @@ def test_the_job_reads_the_kip848_records_without_a_failure(run: Run) -> None:
         assert types[group.name] == "consumer"
 
 
-@pytest.mark.parametrize("assignor", ASSIGNORS)
-def test_the_latest_epoch_is_what_the_broker_describes(run: Run, assignor: str) -> None:
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_latest_epoch_is_what_the_broker_describes(run: Run, kind: str) -> None:
     """Group epoch, members, each member's target and current assignment, topics by
     name: the store's latest epoch equals Kafka's DescribeGroups answer."""
-    group = run.groups[assignor]
+    group = run.groups[kind]
+    assignor = group.assignor
     described = run.described[group.name]
     assert (described["type"], described["state"]) == ("Consumer", "Stable")
     assert described["assignor"] == assignor
@@ -196,13 +213,13 @@ def test_the_latest_epoch_is_what_the_broker_describes(run: Run, assignor: str) 
     assert assignors == (assignor,)
 
 
-@pytest.mark.parametrize("assignor", ASSIGNORS)
-def test_every_epoch_a_client_saw_is_stored_with_its_partitions(run: Run, assignor: str) -> None:
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_epoch_a_client_saw_is_stored_with_its_partitions(run: Run, kind: str) -> None:
     """What a member held after each assignment callback, at the epoch its client had
     then, lies within the stored target of that epoch (a member can hold less than its
     target while another member still releases a partition: KIP-848's unreleased
     partitions); and what each member holds now is exactly the latest stored epoch's."""
-    group = run.groups[assignor]
+    group = run.groups[kind]
     stored = stored_generations(run.engine, group.name)
     assert len(group.seen) >= MEMBERS + 2
     for assigned in group.seen:
@@ -211,31 +228,34 @@ def test_every_epoch_a_client_saw_is_stored_with_its_partitions(run: Run, assign
     assert stored[epoch] == {member: held for member, (_, held) in group.final.items()}
 
 
-@pytest.mark.parametrize("assignor", ASSIGNORS)
-def test_the_added_partitions_are_in_the_stored_epochs(run: Run, assignor: str) -> None:
-    group = run.groups[assignor]
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_added_partitions_are_in_the_stored_epochs(run: Run, kind: str) -> None:
+    group = run.groups[kind]
     counts = rows(
         run.engine,
         "SELECT partition_count FROM generations WHERE group_name = :group ORDER BY source_offset",
         group=group.name,
     )
-    before = sum(b for b, _ in TOPICS.values())
-    after = sum(a for _, a in TOPICS.values())
+    before, after = (sum(partitions(kind, grown).values()) for grown in (False, True))
     assert (counts[0][0], counts[-1][0]) == (before, after)
 
 
 def test_committed_offsets_equal_the_admin_apis(run: Run) -> None:
-    for group in run.groups.values():
+    for kind, group in run.groups.items():
         expected = run.offsets[group.name]
         assert set(expected.values()) == {PER_PARTITION}
-        assert len(expected) == sum(a for _, a in TOPICS.values())
+        assert len(expected) == sum(partitions(kind, True).values())
         assert stored_offsets(run.engine, group.name) == expected
 
 
-def test_every_rebalance_of_the_uniform_group_moves_what_the_baseline_moves(run: Run) -> None:
-    """Kafka's uniform assignor keeps what it can: joins, a grown topic and a departure
-    each move exactly what the `uniform` baseline moves, so the excess over it is 0."""
-    group = run.groups["uniform"]
+@pytest.mark.parametrize("kind", UNIFORM)
+def test_every_rebalance_of_a_uniform_group_moves_what_the_baseline_moves(
+    run: Run, kind: str
+) -> None:
+    """Kafka's uniform assignor keeps what it can: joins, new partitions (or a new topic
+    the regex matches) and a departure each move exactly what the `uniform` baseline
+    moves, so the excess over it is 0."""
+    group = run.groups[kind]
     rebalances = rows(
         run.engine,
         "SELECT from_generation, to_generation, partitions_moved, baseline_moves, "
@@ -247,3 +267,19 @@ def test_every_rebalance_of_the_uniform_group_moves_what_the_baseline_moves(run:
     assert sum(r.partitions_moved for r in rebalances) > 0
     excess = [(r.to_generation, r.partitions_moved - r.baseline_moves) for r in rebalances]
     assert excess == [(to, 0) for to, _ in excess]
+
+
+def test_a_regex_members_topics_are_those_its_regex_resolved_to(run: Run) -> None:
+    """A member subscribed by regex names no topic: the store lists the topics the
+    coordinator resolved the regex to, the new one from the epoch that assigns it."""
+    group = run.groups["regex"]
+    subscribed = rows(
+        run.engine,
+        "SELECT g.generation, g.partition_count, m.subscribed_topics FROM generations g "
+        "JOIN generation_members m ON m.generation_pk = g.id WHERE g.group_name = :group",
+        group=group.name,
+    )
+    topics = [f"{group.name}-{t}" for t in partitions("regex", grown=True)]
+    assert subscribed
+    for _, count, names in subscribed:
+        assert names == (topics if count == sum(partitions("regex", True).values()) else topics[:1])
