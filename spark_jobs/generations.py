@@ -22,8 +22,10 @@ tested without Spark. Semantics follow DESIGN.md §3:
   at the position of the epoch's ConsumerGroupMetadata record.
 * **Baseline.** The assignor core runs with each survivor's previous partitions as owned:
   `sticky` for eager groups, two rounds of `cooperative-sticky` for cooperative ones,
-  `uniform` for KIP-848 groups. Partition counts are not in classic records; they are
-  inferred as the highest partition seen for a topic in either generation, plus one.
+  `uniform` for KIP-848 groups, `server-range` for those whose members ask for the
+  broker's `range` assignor (`group.remote.assignor`). Partition counts are not in
+  classic records; they are inferred as the highest partition seen for a topic in either
+  generation, plus one.
 * **Replays.** A record at or before the last position seen for its group is skipped, so
   replaying a batch after a crash adds nothing.
 """
@@ -41,6 +43,8 @@ from services.assignor.model import Member as AssignorMember
 from services.store.batch import Churn, Generation, GroupEvent, Member, Repair
 
 Assignment = dict[str, list[tuple[str, int]]]  # identity -> [(topic, partition)]
+# A KIP-848 group's server assignor -> its baseline; any other (or none): `uniform`.
+KIP848_BASELINES = {"range": "server-range"}
 
 
 @dataclass(frozen=True)
@@ -295,7 +299,10 @@ class GenerationTracker:
                 snapshot.revoking_from = previous
                 return None
             return measure(previous, snapshot, "cooperative-sticky", False)
-        baseline = "uniform" if group_type == "consumer" else "sticky"
+        if group_type == "consumer":
+            baseline = KIP848_BASELINES.get(snapshot.protocol or "", "uniform")
+        else:
+            baseline = "sticky"
         return measure(previous, snapshot, baseline, False)
 
     # -- KIP-848 ----------------------------------------------------------------------------
@@ -358,7 +365,8 @@ class GenerationTracker:
                 )
             )
         assignors = {m.get("server_assignor") for m in state.members.values()} - {None}
-        snapshot = Snapshot(epoch, position, assignment, topics, "uniform")
+        assignor = ",".join(sorted(assignors)) or "uniform"
+        snapshot = Snapshot(epoch, position, assignment, topics, assignor)
         churn = self._churn(group, snapshot, "consumer")
         self.generations.append(
             Generation(
@@ -370,7 +378,7 @@ class GenerationTracker:
                 members=members,
                 group_type="consumer",
                 protocol_type="consumer",
-                assignor=",".join(sorted(assignors)) or "uniform",
+                assignor=assignor,
                 rebalance=churn,
             )
         )
