@@ -2,13 +2,14 @@
 with the broker's `uniform` and `range` assignors, through `groupscope stream --once`.
 
 Each group lives through members joining one by one, partitions added to a subscribed
-topic (CreatePartitions: the coordinator bumps the group epoch itself) and a member
-leaving. The store is then compared with the broker's own account,
-`Admin.describeConsumerGroups` from Kafka's Java client (group epoch, target assignment
-epoch, each member's epoch, current and target assignment: confluent-kafka reports no
-epochs), with what each client saw, and with ListConsumerGroupOffsets. The `uniform`
-group's rebalances must each move exactly what the `uniform` baseline moves: the
-broker's assignor is sticky, and so must our reconstruction of it be.
+topic (CreatePartitions: the coordinator bumps the group epoch itself; for the `uniform`
+group subscribed by regex, a new topic its regex matches) and a member leaving. The
+store is then compared with the broker's own account, `Admin.describeConsumerGroups`
+from Kafka's Java client (group epoch, target assignment epoch, each member's epoch,
+current and target assignment: confluent-kafka reports no epochs), with what each client
+saw, and with ListConsumerGroupOffsets. Every rebalance must move exactly what the
+group's own assignor as baseline moves: if not, our reconstruction of the group or our
+assignor core is wrong.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ TOPICS = {"a": (6, 8), "b": (3, 3)}
 # group kind -> the broker's assignor; `regex` subscribes to `^kip848-regex-<suffix>-.*`
 # and grows by a new matching topic (b) rather than by partitions.
 KINDS = {"uniform": "uniform", "range": "range", "regex": "uniform"}
-UNIFORM = ("uniform", "regex")
+BASELINES = {"uniform": "uniform", "range": "server-range"}  # assignor -> baseline
 MEMBERS = 3
 PER_PARTITION = 10
 
@@ -248,13 +249,12 @@ def test_committed_offsets_equal_the_admin_apis(run: Run) -> None:
         assert stored_offsets(run.engine, group.name) == expected
 
 
-@pytest.mark.parametrize("kind", UNIFORM)
-def test_every_rebalance_of_a_uniform_group_moves_what_the_baseline_moves(
-    run: Run, kind: str
-) -> None:
-    """Kafka's uniform assignor keeps what it can: joins, new partitions (or a new topic
-    the regex matches) and a departure each move exactly what the `uniform` baseline
-    moves, so the excess over it is 0."""
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_rebalance_moves_what_the_groups_baseline_moves(run: Run, kind: str) -> None:
+    """Joins, new partitions (or a new topic the regex matches) and a departure each
+    move exactly what the group's own assignor as baseline moves, so the excess over it
+    is 0: Kafka's `uniform` keeps what it can, its `range` deals ranges by member id
+    whatever each member held (`server-range`)."""
     group = run.groups[kind]
     rebalances = rows(
         run.engine,
@@ -263,7 +263,7 @@ def test_every_rebalance_of_a_uniform_group_moves_what_the_baseline_moves(
         group=group.name,
     )
     assert len(rebalances) >= MEMBERS + 1  # joins, the growth, the departure
-    assert {r.baseline_assignor for r in rebalances} == {"uniform"}
+    assert {r.baseline_assignor for r in rebalances} == {BASELINES[group.assignor]}
     assert sum(r.partitions_moved for r in rebalances) > 0
     excess = [(r.to_generation, r.partitions_moved - r.baseline_moves) for r in rebalances]
     assert excess == [(to, 0) for to, _ in excess]
