@@ -20,12 +20,16 @@ tested without Spark. Semantics follow docs/architecture.md, "Generations" and "
   assignment (types 7 and 6), with topic ids named by the partition metadata (type 4),
   else by the tracker's cluster-wide `topic_names` (Kafka 4.x no longer writes type 4;
   the job fills that map from the cluster, `spark_jobs.topic_names`), else left as ids.
+  A member subscribed by regex (`SubscribedTopicRegex`) is subscribed to the topics the
+  coordinator resolved it to: its ConsumerGroupRegularExpression record (type 16).
   The generation is emitted when the target assignment metadata for the epoch arrives,
   at the position of the epoch's ConsumerGroupMetadata record.
 * **Baseline.** The assignor core runs with each survivor's previous partitions as owned:
   `sticky` for eager groups, two rounds of `cooperative-sticky` for cooperative ones,
-  `uniform` for KIP-848 groups. Partition counts are not in classic records; they are
-  inferred as the highest partition seen for a topic in either generation, plus one.
+  `uniform` for KIP-848 groups, `server-range` for those whose members ask for the
+  broker's `range` assignor (`group.remote.assignor`). Partition counts are not in
+  classic records; they are inferred as the highest partition seen for a topic in either
+  generation, plus one.
 * **Replays.** A record at or before the last position seen for its group is skipped, so
   replaying a batch after a crash adds nothing.
 """
@@ -43,6 +47,8 @@ from services.assignor.model import Member as AssignorMember
 from services.store.batch import Churn, Generation, GroupEvent, Member, Repair
 
 Assignment = dict[str, list[tuple[str, int]]]  # identity -> [(topic, partition)]
+# A KIP-848 group's server assignor -> its baseline; any other (or none): `uniform`.
+KIP848_BASELINES = {"range": "server-range"}
 
 
 @dataclass(frozen=True)
@@ -72,6 +78,7 @@ MEMBER_FIELDS = (
     "client_id",
     "client_host",
     "subscribed_topic_names",
+    "subscribed_topic_regex",
     "rebalance_timeout_ms",
     "server_assignor",
 )
@@ -87,6 +94,14 @@ class Kip848State:
     partition_counts: dict[str, int] = field(default_factory=dict)
     members: dict[str, dict[str, Any]] = field(default_factory=dict)
     targets: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    regexes: dict[str, list[str]] = field(default_factory=dict)  # regex -> resolved topics
+
+    def subscribed(self, member: Mapping[str, Any]) -> tuple[str, ...]:
+        """A member's topics: those it names and those its regex resolved to (Kafka
+        4.x, KIP-848's broker-side regexes); a regex not resolved yet matches none."""
+        regex = member.get("subscribed_topic_regex")  # absent in older saved states
+        resolved = self.regexes.get(regex, []) if regex else []
+        return tuple(sorted({*member["subscribed_topic_names"], *resolved}))
 
 
 def identity(member_id: str, group_instance_id: str | None) -> str:
@@ -306,7 +321,10 @@ class GenerationTracker:
                 snapshot.revoking_from = previous
                 return None
             return measure(previous, snapshot, "cooperative-sticky", False)
-        baseline = "uniform" if group_type == "consumer" else "sticky"
+        if group_type == "consumer":
+            baseline = KIP848_BASELINES.get(snapshot.protocol or "", "uniform")
+        else:
+            baseline = "sticky"
         return measure(previous, snapshot, baseline, False)
 
     # -- KIP-848 ----------------------------------------------------------------------------
@@ -333,6 +351,11 @@ class GenerationTracker:
                 state.targets.pop(member, None)
             else:
                 state.targets[member] = value["topic_partitions"]
+        elif kind == "consumer_group_regular_expression":
+            if value is None:
+                state.regexes.pop(key["regular_expression"], None)
+            else:
+                state.regexes[key["regular_expression"]] = list(value["topics"])
         elif kind == "consumer_group_target_assignment_metadata" and value is not None:
             self._kip848_generation(group, state, value["assignment_epoch"], position)
 
@@ -350,7 +373,7 @@ class GenerationTracker:
                 for p in tp["partitions"]
             ]
             assignment[ident] = assigned
-            topics[ident] = tuple(meta["subscribed_topic_names"])
+            topics[ident] = state.subscribed(meta)
             members.append(
                 Member(
                     member_id=member_id,
@@ -364,7 +387,8 @@ class GenerationTracker:
                 )
             )
         assignors = {m.get("server_assignor") for m in state.members.values()} - {None}
-        snapshot = Snapshot(epoch, position, assignment, topics, "uniform")
+        assignor = ",".join(sorted(assignors)) or "uniform"
+        snapshot = Snapshot(epoch, position, assignment, topics, assignor)
         churn = self._churn(group, snapshot, "consumer")
         self.generations.append(
             Generation(
@@ -376,7 +400,7 @@ class GenerationTracker:
                 members=members,
                 group_type="consumer",
                 protocol_type="consumer",
-                assignor=",".join(sorted(assignors)) or "uniform",
+                assignor=assignor,
                 rebalance=churn,
             )
         )

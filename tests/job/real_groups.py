@@ -11,20 +11,14 @@ id as a native int32, then the group id and the member id, each NUL-terminated).
 from __future__ import annotations
 
 import struct
-import subprocess
-import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
-
-from sqlalchemy import Engine, text
 
 from tests.fixtures.real_kafka import RealKafka
 
 CGMD_MAGIC = b"CGMDv2:"
-JOB_TIMEOUT_S = 300.0
 STABLE_TIMEOUT_S = 60.0
 QUIET_S = 2.0  # no rebalance callback for this long, with a complete assignment: stable
 
@@ -41,38 +35,51 @@ def member_identity(consumer: Any) -> tuple[str, int]:
 
 @dataclass(frozen=True)
 class Assigned:
-    """A member's whole assignment after a rebalance callback, at its generation."""
+    """A member's whole assignment after a rebalance callback, at its generation:
+    `partitions` of the group's one topic, `held` as (topic, partition)s."""
 
     member_id: str
     generation: int
     partitions: frozenset[int]
+    held: frozenset[tuple[str, int]] = frozenset()
 
 
 @dataclass
 class Member:
     consumer: Any
-    owned: set[int] = field(default_factory=set)
+    held: set[tuple[str, int]] = field(default_factory=set)  # (topic, partition)s
     seen: list[Assigned] = field(default_factory=list)
     last_callback: float = 0.0
+
+    @property
+    def owned(self) -> set[int]:
+        return {p for _, p in self.held}
 
     def on_assign(self, consumer: Any, partitions: list) -> None:
         """Both eager (the whole assignment) and incremental (cooperative, KIP-848)
         callbacks add what they list; a revocation removes what it lists."""
-        self.owned |= {tp.partition for tp in partitions}
-        self.seen.append(Assigned(*member_identity(consumer), frozenset(self.owned)))
+        self.held |= {(tp.topic, tp.partition) for tp in partitions}
+        self.seen.append(
+            Assigned(*member_identity(consumer), frozenset(self.owned), frozenset(self.held))
+        )
         self.last_callback = time.monotonic()
 
     def on_revoke(self, consumer: Any, partitions: list) -> None:
-        self.owned -= {tp.partition for tp in partitions}
+        self.held -= {(tp.topic, tp.partition) for tp in partitions}
         self.last_callback = time.monotonic()
 
     def assignment(self) -> set[int]:
-        return {tp.partition for tp in self.consumer.assignment()}
+        return {p for _, p in self.held_now()}
+
+    def held_now(self) -> set[tuple[str, int]]:
+        return {(tp.topic, tp.partition) for tp in self.consumer.assignment()}
 
 
 class ConsumerGroup:
     """`size` members of `group` on `topic` (of `partitions` partitions); `join()` adds
-    one."""
+    one. With `subscription` (topic names, or librdkafka regexes starting with `^`) the
+    members subscribe to that instead, and `partitions` counts those of every topic it
+    matches: set it anew when a topic or partitions are added."""
 
     def __init__(
         self,
@@ -82,9 +89,11 @@ class ConsumerGroup:
         partitions: int,
         config: dict[str, Any],
         size: int = 2,
+        subscription: Sequence[str] | None = None,
     ) -> None:
         self.broker, self.config = broker, config
         self.group, self.topic, self.partitions = group, topic, partitions
+        self.subscription = list(subscription or [topic])
         self.commits = 0  # offset commit records written: one per partition committed
         self.members: list[Member] = []
         for _ in range(size):
@@ -107,7 +116,7 @@ class ConsumerGroup:
         )
         member = Member(consumer)
         consumer.subscribe(
-            [self.topic],
+            self.subscription,
             on_assign=member.on_assign,
             on_revoke=member.on_revoke,
             on_lost=member.on_revoke,
@@ -119,13 +128,18 @@ class ConsumerGroup:
         for member in self.members:
             member.consumer.poll(timeout)
 
+    def leave(self) -> None:
+        """The last member to join leaves the group (LeaveGroup, or a KIP-848 heartbeat
+        with epoch -1) as it closes."""
+        self.members.pop().consumer.close()
+
     def _stable(self) -> bool:
-        owned = [m.owned for m in self.members]
-        union = set().union(*owned)
+        held = [m.held for m in self.members]
+        union = set().union(*held)
         return (
-            all(owned)
-            and sum(map(len, owned)) == len(union) == self.partitions
-            and all(m.owned == m.assignment() for m in self.members)
+            all(held)
+            and sum(map(len, held)) == len(union) == self.partitions
+            and all(m.held == m.held_now() for m in self.members)
             and len({member_identity(m.consumer)[1] for m in self.members}) == 1
             and time.monotonic() - max(m.last_callback for m in self.members) > QUIET_S
         )
@@ -140,22 +154,30 @@ class ConsumerGroup:
                 raise AssertionError(f"group {self.group} not stable: {self.final()}")
             self.poll()
 
-    def consume_and_commit(self, highs: dict[int, int], batch: int = 5) -> None:
+    def consume_and_commit(
+        self, highs: Mapping[int, int] | Mapping[tuple[str, int], int], batch: int = 5
+    ) -> None:
         """Consume every partition up to its high watermark, committing the position of
-        each partition after every `batch` messages read, synchronously."""
+        each partition after every `batch` messages read, synchronously. `highs` is by
+        partition of the group's topic, or by (topic, partition)."""
         from confluent_kafka import KafkaException, TopicPartition
 
-        done: dict[int, int] = {}
+        wanted = {(k if isinstance(k, tuple) else (self.topic, k)): h for k, h in highs.items()}
+        done: dict[tuple[str, int], int] = {}
         deadline = time.monotonic() + STABLE_TIMEOUT_S
-        while any(done.get(p, 0) < high for p, high in highs.items()):
+        while any(done.get(tp, 0) < high for tp, high in wanted.items()):
             if time.monotonic() > deadline:
-                raise AssertionError(f"group {self.group} committed only {done} of {highs}")
+                raise AssertionError(f"group {self.group} committed only {done} of {wanted}")
             for member in self.members:
                 messages = member.consumer.consume(batch, 0.2)
-                ends = {m.partition(): m.offset() + 1 for m in messages if m.error() is None}
+                ends = {
+                    (m.topic(), m.partition()): m.offset() + 1
+                    for m in messages
+                    if m.error() is None
+                }
                 if not ends:
                     continue
-                offsets = [TopicPartition(self.topic, p, o) for p, o in sorted(ends.items())]
+                offsets = [TopicPartition(t, p, o) for (t, p), o in sorted(ends.items())]
                 try:
                     member.consumer.commit(offsets=offsets, asynchronous=False)
                 except KafkaException as exc:  # a rebalance in between: not written
@@ -178,63 +200,17 @@ class ConsumerGroup:
             out[member_id] = (generation, frozenset(m.assignment()))
         return out
 
+    def holdings(self) -> dict[str, tuple[int, frozenset[tuple[str, int]]]]:
+        """As `final`, the partitions as (topic, partition)s."""
+        out = {}
+        for m in self.members:
+            member_id, generation = member_identity(m.consumer)
+            out[member_id] = (generation, frozenset(m.held_now()))
+        return out
+
     def seen(self) -> list[Assigned]:
         return [a for m in self.members for a in m.seen]
 
     def close(self) -> None:
         for member in self.members:
             member.consumer.close()
-
-
-def run_job_once(
-    broker: RealKafka, url: str, checkpoint: Path, groups: Sequence[ConsumerGroup] = ()
-) -> subprocess.CompletedProcess:
-    """`groupscope stream --once` on the broker, the groups' members polled meanwhile
-    (so that they stay in their generation)."""
-    args = [
-        *(sys.executable, "-m", "services.cli", "stream", "--once"),
-        *("--bootstrap-servers", broker.bootstrap_servers, "--database-url", url),
-        *("--checkpoint", str(checkpoint)),
-    ]
-    err = checkpoint.parent / "job.err"
-    with open(err, "w") as out:
-        process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=out, text=True)
-        deadline = time.monotonic() + JOB_TIMEOUT_S
-        try:
-            while process.poll() is None:
-                if time.monotonic() > deadline:
-                    raise AssertionError(f"the job ran over {JOB_TIMEOUT_S}s")
-                for group in groups:
-                    group.poll(0.05)
-                time.sleep(0.2)
-        finally:
-            if process.poll() is None:
-                process.kill()
-            process.wait()
-    return subprocess.CompletedProcess(args, process.returncode, "", err.read_text())
-
-
-def rows(engine: Engine, sql: str, **params) -> list:
-    with engine.connect() as conn:
-        return conn.execute(text(sql), params).all()
-
-
-def stored_generations(
-    engine: Engine, group: str, by_instance: bool = False
-) -> dict[int, dict[str, frozenset[tuple[str, int]]]]:
-    """generation -> member id -> (topic, partition)s; with `by_instance`, a static
-    member is keyed by its group instance id instead (KIP-345: it keeps that across
-    restarts, while the coordinator gives it a new member id each time)."""
-    out: dict[int, dict[str, frozenset[tuple[str, int]]]] = {}
-    key = "coalesce(m.group_instance_id, m.member_id)" if by_instance else "m.member_id"
-    sql = (
-        f"SELECT g.generation, {key}, m.assignment FROM generations g "
-        "LEFT JOIN generation_members m ON m.generation_pk = g.id WHERE g.group_name = :group"
-    )
-    for generation, member_id, assignment in rows(engine, sql, group=group):
-        members = out.setdefault(generation, {})
-        if member_id is not None:
-            members[member_id] = frozenset(
-                (t, p) for t, ps in (assignment or {}).items() for p in ps
-            )
-    return out

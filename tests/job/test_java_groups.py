@@ -30,7 +30,7 @@ from tests.job.java_scenarios import (
     Scenario,
     play_all,
 )
-from tests.job.real_groups import rows, run_job_once, stored_generations
+from tests.job.real_job import rows, run_job_once, stored_generations
 from tests.kafka.javac import JavaUnavailable, kafka_required
 
 pytestmark = pytest.mark.real_kafka

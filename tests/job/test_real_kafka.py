@@ -21,13 +21,8 @@ from sqlalchemy import Engine
 
 from services.store.database import create_store_engine
 from tests.fixtures.real_kafka import RealKafka, retry_while_coordinator_pending
-from tests.job.real_groups import (
-    Assigned,
-    ConsumerGroup,
-    rows,
-    run_job_once,
-    stored_generations,
-)
+from tests.job.real_groups import Assigned, ConsumerGroup
+from tests.job.real_job import admin_offsets, on, rows, run_job_once, stored_generations
 
 pytestmark = pytest.mark.real_kafka
 
@@ -99,22 +94,6 @@ def transactional_commits(broker: RealKafka, group: str, topic: str) -> None:
         consumer.close()
 
 
-def admin_offsets(broker: RealKafka, groups: list[str]) -> dict[str, dict[tuple[str, int], int]]:
-    """Kafka's own answer: ListConsumerGroupOffsets for every group."""
-    from confluent_kafka import ConsumerGroupTopicPartitions
-    from confluent_kafka.admin import AdminClient
-
-    admin = AdminClient(broker.client_config())
-    out = {}
-    for group in groups:
-        (future,) = admin.list_consumer_group_offsets(
-            [ConsumerGroupTopicPartitions(group)]
-        ).values()
-        result = future.result(30)
-        out[group] = {(tp.topic, tp.partition): tp.offset for tp in result.topic_partitions}
-    return out
-
-
 @pytest.fixture(scope="module")
 def run(
     real_kafka: RealKafka, postgres_server, migrated_template: str, tmp_path_factory
@@ -154,10 +133,6 @@ def run(
             group.close()
         engine.dispose()
         postgres_server.drop_database(name)
-
-
-def on(topic: str, partitions: frozenset[int]) -> frozenset[tuple[str, int]]:
-    return frozenset((topic, p) for p in partitions)
 
 
 def test_the_job_reads_kafkas_consumer_offsets_without_a_decode_failure(run: Run) -> None:
