@@ -128,7 +128,7 @@ def _commit(row: dict[str, Any], repairs: list[Repair]) -> OffsetCommit:
         leader_epoch=row["leader_epoch"],
         metadata=row["metadata"],
         expire_time=to_datetime(expire_ms),
-        commits=row.get("n", 1),
+        commits=row["commits"],
     )
 
 
@@ -197,6 +197,7 @@ class _ReduceColumns:
                 F.max("source_time").alias("source_time"),
                 F.max_by("value", "source_offset").alias("value"),
                 F.count("*").alias("n"),
+                F.count("value").alias("commits"),  # a tombstone (null value) is no commit
                 F.collect_list(F.lit(None).cast("int")).alias("hash_plan"),
             ],
             latest=[
@@ -208,6 +209,7 @@ class _ReduceColumns:
                 "value",
                 # + 0: an aggregate nothing reads is pruned, and with it the hash plan.
                 (F.col("n") + F.size("hash_plan")).alias("n"),
+                "commits",
                 F.when(~row_ok, F.col("group_key")).alias("group_key"),  # only where needed
             ],
             decoded=["*", *decode_offset_commits()],
@@ -451,6 +453,7 @@ class BatchProcessor:
                 "leader_epoch": value.get("leader_epoch"),
                 "metadata": value.get("metadata"),
                 "expire_ms": value.get("expire_timestamp"),
+                "commits": int(record["value"] is not None),  # a tombstone is no commit
             },
             repairs,
         )

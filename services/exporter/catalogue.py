@@ -117,7 +117,8 @@ METRICS: tuple[Metric, ...] = (
         "group_commits_total",
         "counter",
         GROUP,
-        "Offset commit records written for the group (every partition of every commit).",
+        "Offset commit records written for the group (every partition of every commit; "
+        "tombstones of deleted or expired offsets are not commits).",
     ),
     Metric(
         "group_last_commit_timestamp_seconds",
