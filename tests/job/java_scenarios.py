@@ -133,6 +133,7 @@ PLANS = (
     Plan("rolling-coop", "cooperative-sticky", (6,), rolling_restart),
     Plan("kill-sticky", "sticky", (6,), kill_one),
     Plan("kill-roundrobin", "roundrobin", (4, 2), partial(kill_one, size=2)),
+    Plan("rolling-range", "range", (4, 2), partial(rolling_restart, size=2)),
     Plan(
         "stall-coop",
         "cooperative-sticky",
