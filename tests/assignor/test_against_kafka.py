@@ -231,6 +231,17 @@ def test_server_side_assignors_equal_kafkas(kafka_assignors, assignor, group):
     check_same(kafka_assignors, assignor, *group)
 
 
+@settings(CHECKED, max_examples=100)
+@given(
+    assignor=st.sampled_from([*CLIENT, *SERVER]),
+    group=groups(exclusive_owned=True, max_members=5, max_partitions=40),
+)
+def test_many_partitions_per_topic(kafka_assignors, assignor, group):
+    """Topics of up to 40 partitions: past the sizes where Kafka's collections change
+    shape (HashMap/HashSet resizing at 12 and 24 entries, BitSet words)."""
+    check_same(kafka_assignors, assignor, *group)
+
+
 @CHECKED
 @given(
     assignor=st.sampled_from([*CLIENT, "uniform"]),
