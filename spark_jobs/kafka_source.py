@@ -294,7 +294,9 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return ranges
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
-        r: KafkaRange = partition  # type: ignore[assignment]
+        if not isinstance(partition, KafkaRange):  # partitions() makes nothing else
+            raise TypeError(f"not a Kafka range: {partition!r}")
+        r = partition
         batches = read_range(
             r.topic,
             r.partition,
