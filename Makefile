@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed
 # (root, or sudo without a password); otherwise those tests skip and say why.
 APT_PACKAGES := prometheus:prometheus gcc:gcc
 
-.PHONY: setup system-deps kafka demo test lint format bench clean
+.PHONY: setup system-deps kafka demo test lint format docs bench clean
 
 system-deps:
 	@missing=""; for pair in $(APT_PACKAGES); do \
@@ -67,6 +67,11 @@ lint: setup
 format: setup
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
+
+# docs/metrics.md and docs/configuration.md, generated from the code (services/docgen);
+# tests/docs/ fails when the committed pages differ.
+docs: setup
+	$(BIN)/python -m services.docgen
 
 bench: setup
 	$(BIN)/python -m benchmarks

@@ -201,7 +201,6 @@ def run_stream(source: list[str], work: Path, extra: list[str]) -> Run:
     env = {
         **os.environ,
         "GROUPSCOPE_DATA_DIR": str(work / "data"),
-        "GROUPSCOPE_MASTER": "local[2]",
         "GROUPSCOPE_SPARK_MASTER": "local[2]",
     }
     launched, started = time.time(), time.perf_counter()

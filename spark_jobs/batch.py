@@ -146,21 +146,21 @@ def remainder_key(group_key: bytes) -> bytes | None:
 @dataclass(frozen=True)
 class _ReduceColumns:
     """`reduce_batch`'s expressions. Building them takes about a thousand Py4J calls
-    (0.5-0.8 s a batch on 2 busy cores), and they do not depend on the batch, so they are
-    built once per JVM session and reused.
+    (docs/performance.md, "Design measurements": reduction expressions), and they do not
+    depend on the batch, so they are built once per JVM session and reused.
 
     A record that passes the cheap row checks is grouped under its key; any other record
     under a key unique to it: its source position followed by its own key bytes
     (`ff ff <partition>/<offset>/<key>`, or `ff fe <partition>/<offset>` for a null key),
     so that the aggregate need not carry the key. It carries one binary column (the
-    latest value) and otherwise plain numbers, which measured about 20% less CPU than
-    the latest row as one struct.
+    latest value) and otherwise plain numbers, which took less CPU than the latest row
+    as one struct (the same item of docs/performance.md).
 
     A binary aggregation buffer rules out Spark's `HashAggregateExec`, and Spark then
     plans a sort aggregate unless some aggregate is a `TypedImperativeAggregate`
     (`AggUtils.createAggregate`). `collect_list` of a null literal is one that stays
-    empty (nulls are skipped), so with it the plan is an `ObjectHashAggregateExec`:
-    about 30% less time per batch than sorting every record by its binary key. Past
+    empty (nulls are skipped), so with it the plan is an `ObjectHashAggregateExec`,
+    faster than sorting every record by its binary key (the same item). Past
     `spark.sql.objectHashAggregate.sortBased.fallbackThreshold` keys in one task
     (`spark_jobs.session`), Spark falls back to sorting, with the same result.
     """

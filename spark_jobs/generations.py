@@ -1,27 +1,35 @@
 """Generations and rebalances from decoded group records, in log order.
 
 Pure Python (codec dicts in, store dataclasses out), so it runs on the driver and is
-tested without Spark. Semantics follow DESIGN.md §3:
+tested without Spark. Semantics follow docs/architecture.md, "Generations" and "Churn":
 
 * **Classic groups.** Each GroupMetadata record of a new generation id is one generation.
   A member's identity is its group instance id when set (static membership), else its
   member id. A record that repeats the generation id (a static member rejoined within its
   session timeout) only refreshes the tracker's view.
 * **Cooperative episodes.** Under a cooperative protocol, the generation in which a
-  surviving member's partition is left unassigned is the revocation round. The next
-  generation completes the episode. The episode's churn is measured from the generation
-  before the revocation, is attached to the completing generation with
-  `cooperative_episode=True`, and the revocation round carries none.
+  surviving member's partition is left unassigned is the revocation round. The first
+  later generation in which every partition the survivors owned before the revocation
+  (of a topic still assigned) has an owner again completes the episode; usually the next
+  one, but a member whose SyncGroup the next rebalance overtook never saw the revocation
+  round, so it revokes in the following one, which is then a revocation round too. The
+  episode's churn is measured from the generation before the revocation, is attached to
+  the completing generation with `cooperative_episode=True`, and the revocation rounds
+  carry none.
 * **KIP-848 groups.** A generation is a group epoch. Its assignment is the target
   assignment (types 7 and 6), with topic ids named by the partition metadata (type 4),
   else by the tracker's cluster-wide `topic_names` (Kafka 4.x no longer writes type 4;
   the job fills that map from the cluster, `spark_jobs.topic_names`), else left as ids.
+  A member subscribed by regex (`SubscribedTopicRegex`) is subscribed to the topics the
+  coordinator resolved it to: its ConsumerGroupRegularExpression record (type 16).
   The generation is emitted when the target assignment metadata for the epoch arrives,
   at the position of the epoch's ConsumerGroupMetadata record.
 * **Baseline.** The assignor core runs with each survivor's previous partitions as owned:
   `sticky` for eager groups, two rounds of `cooperative-sticky` for cooperative ones,
-  `uniform` for KIP-848 groups. Partition counts are not in classic records; they are
-  inferred as the highest partition seen for a topic in either generation, plus one.
+  `uniform` for KIP-848 groups, `server-range` for those whose members ask for the
+  broker's `range` assignor (`group.remote.assignor`). Partition counts are not in
+  classic records; they are inferred as the highest partition seen for a topic in either
+  generation, plus one.
 * **Replays.** A record at or before the last position seen for its group is skipped, so
   replaying a batch after a crash adds nothing.
 """
@@ -39,6 +47,8 @@ from services.assignor.model import Member as AssignorMember
 from services.store.batch import Churn, Generation, GroupEvent, Member, Repair
 
 Assignment = dict[str, list[tuple[str, int]]]  # identity -> [(topic, partition)]
+# A KIP-848 group's server assignor -> its baseline; any other (or none): `uniform`.
+KIP848_BASELINES = {"range": "server-range"}
 
 
 @dataclass(frozen=True)
@@ -68,6 +78,7 @@ MEMBER_FIELDS = (
     "client_id",
     "client_host",
     "subscribed_topic_names",
+    "subscribed_topic_regex",
     "rebalance_timeout_ms",
     "server_assignor",
 )
@@ -83,6 +94,14 @@ class Kip848State:
     partition_counts: dict[str, int] = field(default_factory=dict)
     members: dict[str, dict[str, Any]] = field(default_factory=dict)
     targets: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    regexes: dict[str, list[str]] = field(default_factory=dict)  # regex -> resolved topics
+
+    def subscribed(self, member: Mapping[str, Any]) -> tuple[str, ...]:
+        """A member's topics: those it names and those its regex resolved to (Kafka
+        4.x, KIP-848's broker-side regexes); a regex not resolved yet matches none."""
+        regex = member.get("subscribed_topic_regex")  # absent in older saved states
+        resolved = self.regexes.get(regex, []) if regex else []
+        return tuple(sorted({*member["subscribed_topic_names"], *resolved}))
 
 
 def identity(member_id: str, group_instance_id: str | None) -> str:
@@ -135,6 +154,19 @@ def _revokes(before: Assignment, after: Assignment) -> bool:
     """True when a member still in the group lost a partition that nobody now owns."""
     now = _owners(after)
     return any(member in after and tp not in now for member, tps in before.items() for tp in tps)
+
+
+def _still_revoking(start: Assignment, after: Assignment) -> bool:
+    """True while a partition that a member still in the group owned when a cooperative
+    episode began is owned by nobody, in a topic that is still assigned (a deleted or
+    unsubscribed topic's partitions stay unowned for good)."""
+    now = _owners(after)
+    topics = {topic for topic, _ in now}
+    return any(
+        member in after and tp not in now and tp[0] in topics
+        for member, tps in start.items()
+        for tp in tps
+    )
 
 
 class GenerationTracker:
@@ -281,12 +313,20 @@ class GenerationTracker:
             return None
         if group_type == "classic" and _is_cooperative(snapshot.protocol):
             if previous.revoking_from is not None:
+                if _still_revoking(previous.revoking_from.assignment, snapshot.assignment):
+                    # A member missed the revocation round's assignment (the next
+                    # rebalance overtook its SyncGroup), so it revokes in this one.
+                    snapshot.revoking_from = previous.revoking_from
+                    return None
                 return measure(previous.revoking_from, snapshot, "cooperative-sticky", True)
             if _revokes(previous.assignment, snapshot.assignment):
                 snapshot.revoking_from = previous
                 return None
             return measure(previous, snapshot, "cooperative-sticky", False)
-        baseline = "uniform" if group_type == "consumer" else "sticky"
+        if group_type == "consumer":
+            baseline = KIP848_BASELINES.get(snapshot.protocol or "", "uniform")
+        else:
+            baseline = "sticky"
         return measure(previous, snapshot, baseline, False)
 
     # -- KIP-848 ----------------------------------------------------------------------------
@@ -312,6 +352,11 @@ class GenerationTracker:
                 state.targets.pop(key["member_id"], None)
             else:
                 state.targets[key["member_id"]] = value["topic_partitions"]
+        elif kind == "consumer_group_regular_expression":
+            if value is None:
+                state.regexes.pop(key["regular_expression"], None)
+            else:
+                state.regexes[key["regular_expression"]] = list(value["topics"])
         elif kind == "consumer_group_target_assignment_metadata" and value is not None:
             self._kip848_generation(group, state, value["assignment_epoch"], position)
 
@@ -329,7 +374,7 @@ class GenerationTracker:
                 for p in tp["partitions"]
             ]
             assignment[ident] = assigned
-            topics[ident] = tuple(meta["subscribed_topic_names"])
+            topics[ident] = state.subscribed(meta)
             members.append(
                 Member(
                     member_id=member_id,
@@ -345,7 +390,8 @@ class GenerationTracker:
         assignors = {
             a for m in state.members.values() if (a := m.get("server_assignor")) is not None
         }
-        snapshot = Snapshot(epoch, position, assignment, topics, "uniform")
+        assignor = ",".join(sorted(assignors)) or "uniform"
+        snapshot = Snapshot(epoch, position, assignment, topics, assignor)
         churn = self._churn(group, snapshot, "consumer")
         self.generations.append(
             Generation(
@@ -357,7 +403,7 @@ class GenerationTracker:
                 members=members,
                 group_type="consumer",
                 protocol_type="consumer",
-                assignor=",".join(sorted(assignors)) or "uniform",
+                assignor=assignor,
                 rebalance=churn,
             )
         )

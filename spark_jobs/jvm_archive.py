@@ -1,9 +1,9 @@
-"""A class-data-sharing archive for the local driver JVM: start-up about 3 s faster.
+"""A class-data-sharing archive for the local driver JVM, for a faster start-up.
 
 Java 17 can dump the classes a run loaded (`-XX:ArchiveClassesAtExit`) and map them at
 the next start (`-XX:SharedArchiveFile`) instead of loading and verifying them from
-Spark's jars again. On this project's 2-core machines that took session start-up from
-about 4.9 s to 3.1 s and the first Spark job from 1.8 s to 0.9 s.
+Spark's jars again, which shortens the session's start-up and its first Spark job
+(docs/performance.md, "Design measurements": class-data archive).
 
 `make setup` builds the archive once (`python -m spark_jobs.jvm_archive`) with a short
 streaming query over the job's own batch reduction, in a JVM that exits cleanly. A JVM

@@ -1,7 +1,8 @@
 """groupscope's own Kafka source, on Spark 4's Python Data Source API and confluent-kafka.
 
 Spark's official Kafka connector cannot be loaded where Maven Central is out of reach
-(DESIGN.md §5), so the job carries this one. It keeps Spark's Kafka-source contract:
+(docs/architecture.md, "The Kafka source"), so the job carries this one. It keeps
+Spark's Kafka-source contract:
 
 * offsets per partition, as `{"<partition>": next_offset}`, in the checkpoint;
 * one input partition per Kafka partition and offset range (large ranges are split), so

@@ -112,9 +112,10 @@ def commit_row_ok() -> Column:
     The metadata length a well-formed value must have follows from the value's size and
     version, so its two big-endian bytes are compared with that length's two bytes
     rather than parsed. Building the expected bytes as text instead
-    (`unhex(lpad(hex(n), 4, '0'))`) took 11% of the executors' JFR samples in a batch
-    from Kafka. The key's own layout is checked later, once per distinct key
-    (`decode_offset_commits` on each key's latest commit).
+    (`unhex(lpad(hex(n), 4, '0'))`) cost a noticeable share of the executors' time
+    (docs/performance.md, "Design measurements": row check bytes). The key's own layout
+    is checked later, once per distinct key (`decode_offset_commits` on each key's latest
+    commit).
     """
     key, value = F.col("key"), F.col("value")
     key_type = F.substring(key, 1, 2).isin(*_binary(V0, V1))

@@ -4,10 +4,9 @@ This is the Kafka source's work on the executors (`kafka_source.KafkaRange`). Tw
 drive the same librdkafka consumer settings:
 
 * `native`: `spark_jobs._kafka_read`, a small C extension that fills Arrow's buffers
-  straight from librdkafka's messages (about 0.5 us of CPU per record, librdkafka's
-  threads included);
+  straight from librdkafka's messages, at a fraction of the CPU per record;
 * `python`: confluent-kafka's `Consumer.consume`, one Python message object per record
-  (1.7-1.9 us).
+  (docs/performance.md, "Design measurements": native range reader).
 
 `auto` (the default) takes the native reader where it was built (`pip install` compiles
 it when a C compiler is present) and confluent-kafka's otherwise.
@@ -50,16 +49,16 @@ def consumer_config(config: dict[str, Any]) -> dict[str, Any]:
     """The librdkafka properties of a range reader: the user's, within fixed rules."""
     return {
         # librdkafka stops fetching once its queue holds queued.min.messages and then
-        # waits fetch.queue.backoff.ms (1 s by default) before fetching again: a
-        # 1M-record range idled about 1 s in every 1.1 s (133,000 records/s against
-        # 790,000). What it fetches past a range's end is dropped at the next assign, so
-        # the queue is kept small.
+        # waits fetch.queue.backoff.ms (1 s by default) before fetching again, so a
+        # large range idled most of the time (docs/performance.md, "Design
+        # measurements": consumer queue). What it fetches past a range's end is dropped
+        # at the next assign, so the queue is kept small.
         "queued.min.messages": 10_000,
         "fetch.queue.backoff.ms": 10,
         # A range ends at offsets known to exist, so waiting on the broker for new
         # records is never useful; and a reused consumer's next range waits for the last
-        # fetch of its previous one (500 ms by default at a partition's end): about 3 s
-        # more per 4M-record batch on 50 partitions.
+        # fetch of its previous one (500 ms by default at a partition's end; "Design
+        # measurements": fetch wait).
         "fetch.wait.max.ms": 10,
         **config,
         "group.id": "groupscope-reader",
@@ -263,8 +262,9 @@ def _reader(kind: str, config: dict[str, Any], incarnation: int = 0) -> RangeRea
     """This worker process's reader for `config`, created on first use.
 
     Spark reuses Python workers across tasks (`spark.python.worker.reuse`), so a consumer
-    outlives its range and is reassigned to the next: creating one cost about 27 ms of
-    CPU (threads, bootstrap, metadata), and a batch has one range per partition. On an
+    outlives its range and is reassigned to the next: creating one costs CPU (threads,
+    bootstrap, metadata; docs/performance.md, "Design measurements": consumer reuse),
+    and a batch has one range per partition. On an
     executor without the native reader, `auto` takes confluent-kafka's.
 
     A consumer is not reused across log incarnations (`kafka_source`: the topic deleted
@@ -288,8 +288,8 @@ def _freeze_imports() -> None:
 
     pyspark's daemon runs a full `gc.collect()` after every task of a reused worker
     (`pyspark/daemon.py`), and a batch has one task per partition. A full collection
-    walks every object the worker has imported: measured in a 50-partition, 4M-record
-    batch, about 0.9 s of the Python workers' CPU, a quarter of it. Freezing after the
+    walks every object the worker has imported, a large share of the Python workers' CPU
+    (docs/performance.md, "Design measurements": frozen imports). Freezing after the
     first reader is built (`gc.freeze`, after a collection, so no garbage is kept)
     leaves each later collection only what the tasks themselves created.
     """
@@ -330,8 +330,9 @@ def read_range(
         return
     reader = _reader(kind, config, incarnation)
     # The exact start offset, even 0: a logical offset (OFFSET_BEGINNING) costs a lookup
-    # that took 0.5 s per range on tansu, and a start that no longer exists resets to the
-    # earliest record anyway (auto.offset.reset).
+    # per range (docs/performance.md, "Design measurements": exact start offsets), and a
+    # start that no longer exists resets to the earliest record anyway
+    # (auto.offset.reset).
     reader.assign(topic, partition, start)
     pending: list[pa.RecordBatch] = []
     rows, idle, expected = 0, 0, start

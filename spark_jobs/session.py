@@ -8,8 +8,9 @@ import sys
 from pyspark.errors import PySparkRuntimeError
 from pyspark.sql import SparkSession
 
-# The throughput collector: on local[2] it ran the offset-commit batches about 10% faster
-# than the JVM's default G1, with a fifth less peak memory (benchmarks/bench_stream.py).
+# The throughput collector: on local[2] it ran the offset-commit batches faster than the
+# JVM's default G1, with less peak memory (benchmarks/bench_stream.py, commits case;
+# docs/performance.md, "Design measurements": garbage collector).
 JAVA_OPTIONS = "-XX:+UseParallelGC"
 
 
@@ -29,8 +30,9 @@ def spark_session(
     """Get or create the session.
 
     Workers must run this interpreter (with pyarrow and the project installed), not the
-    system Python: DESIGN.md §5 measured 15 s timeouts otherwise. Under spark-submit the
-    master and resources come from the submit command; locally the default is local[*].
+    system Python, whose workers time out (docs/architecture.md, "The Kafka source").
+    Under spark-submit the master and resources come from the submit command; locally
+    the default is local[*].
     A JVM that cannot start with the class-data-sharing archive is started again without.
     """
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)

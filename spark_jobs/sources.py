@@ -16,7 +16,7 @@ PARQUET_SCHEMA = (
 
 
 def replay(spark: SparkSession, directory: Path, max_files: int | None = None) -> DataFrame:
-    """A replay directory (the simulator's output or `groupscope capture`) as a file stream.
+    """A replay directory (the simulator's output) as a file stream.
 
     Files under `DIR/records/` are `part-*.parquet` (binary key/value) or `part-*.jsonl`
     (hex key/value, epoch-millisecond timestamps, the `groupscope decode` line format).

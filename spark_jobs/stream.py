@@ -27,9 +27,9 @@ if TYPE_CHECKING:
 log = logging.getLogger("groupscope.stream")
 
 # Records per micro-batch from Kafka. A batch's fixed costs (planning, one task and one
-# consumer seek per partition) are paid per batch: on 50 partitions, 20M records read
-# 4M at a time took 51 s from the first batch to the last, 10M at a time 37 s
-# (benchmarks/bench_stream.py, broker case). A live job's batches are far smaller.
+# consumer seek per partition) are paid per batch, so a backlog is read faster in large
+# batches (benchmarks/bench_stream.py, broker case; docs/performance.md, "Design
+# measurements": read limit). A live job's batches are far smaller.
 MAX_RECORDS_PER_TRIGGER = 10_000_000
 CONNECT_TIMEOUT_S = 10
 
@@ -38,8 +38,7 @@ sources:
   --source kafka         groupscope's own Kafka source (confluent-kafka; default when
                          --bootstrap-servers is given)
   --source spark-kafka   Spark's official Kafka connector (clusters that can load it)
-  --source replay DIR    a replay directory: `groupscope simulate --out DIR` or
-                         `groupscope capture --out DIR`
+  --source replay DIR    a replay directory, as `groupscope simulate --out DIR` writes
 
 examples:
   groupscope stream --source replay ./capture --once

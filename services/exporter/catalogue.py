@@ -1,8 +1,8 @@
 """Every metric the exporter publishes: name, type, labels and meaning.
 
-One table drives the exposition (HELP and TYPE lines), the README's metric reference
+One table drives the exposition (HELP and TYPE lines), docs/metrics.md (`make docs`)
 and the tests that check the alert rules and dashboards only use metrics that exist.
-Labels are bounded (DESIGN.md §4): group, topic, and partition only behind
+Labels are bounded (docs/architecture.md, "Contracts"): group, topic, and partition only behind
 `--per-partition`; never a member id. Time series follow Prometheus conventions:
 counters end in `_total`, durations are in seconds, timestamps are Unix seconds.
 """
@@ -142,14 +142,17 @@ METRICS: tuple[Metric, ...] = (
         "gauge",
         GROUP_TOPIC,
         "Offset lag: log-end offset minus committed offset, summed over the topic's "
-        "committed partitions.",
+        "committed partitions. The log-end offset is the last stable offset, what a "
+        "read_committed consumer can read (the high watermark where no transaction is "
+        "open).",
     ),
     Metric(
         "lag_seconds",
         "gauge",
         GROUP_TOPIC,
         "Time lag: the largest, over the topic's partitions, estimated age of the "
-        "committed position (interpolated on log-end offset samples).",
+        "committed position (interpolated on samples of the last stable offset; 0 when "
+        "the group has committed everything a read_committed consumer can read).",
     ),
     Metric(
         "partition_committed_offset",
@@ -162,14 +165,14 @@ METRICS: tuple[Metric, ...] = (
         "partition_lag",
         "gauge",
         GROUP_TOPIC_PARTITION,
-        "Offset lag of one partition.",
+        "Offset lag of one partition: its last stable offset minus the committed offset.",
         per_partition=True,
     ),
     Metric(
         "partition_lag_seconds",
         "gauge",
         GROUP_TOPIC_PARTITION,
-        "Time lag of one partition.",
+        "Time lag of one partition (on samples of its last stable offset).",
         per_partition=True,
     ),
     # Decoding and the pipeline.

@@ -9,7 +9,7 @@ import sys
 
 EPILOG = """\
 endpoints:
-  /metrics   every groupscope_* metric (see the README's metric reference)
+  /metrics   every groupscope_* metric (see docs/metrics.md)
   /healthz   200 while the exporter's refresh loop runs
   /readyz    200 once the streaming job has caught up with __consumer_offsets on every
              source that reported within --source-stale-after, none of them degraded;
@@ -25,7 +25,10 @@ lag:
   With --bootstrap-servers, the exporter polls the log-end offset of every partition a
   group has committed, in one ListOffsets request per broker, every --interval, and
   publishes offset lag and time lag (estimated from the last --lag-history samples).
-  Without it, groups, rebalances, churn and committed offsets are still published.
+  The log end is the last stable offset, what a read_committed consumer can read: an
+  open transaction's records count only once it commits.
+  Without --bootstrap-servers, groups, rebalances, churn and committed offsets are
+  still published.
 
 examples:
   groupscope exporter --bootstrap-servers broker:9092

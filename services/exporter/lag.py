@@ -3,6 +3,16 @@
 **Offset lag** of a partition is its log-end offset minus the group's committed offset
 (never below 0: a commit can briefly run ahead of a stale log-end sample).
 
+The log-end offset is the one a `read_committed` consumer sees: the **last stable
+offset** (ListOffsets with isolation level READ_COMMITTED, KIP-98). On a topic without
+open transactions it equals the high watermark; while a transaction is open it stops
+at the transaction's first record, which no `read_committed` consumer can pass before
+the transaction ends, so a group caught up with everything it may read shows no lag.
+Both lags use it (time lag interpolates on its samples). `__consumer_offsets` does not
+say which isolation level a group uses; a `read_uncommitted` group's lag is short by at
+most the records of the transactions open at the poll (`kafka-consumer-groups.sh`
+counts to the high watermark instead).
+
 **Time lag** estimates how old the committed position is: when did the log-end offset
 pass the committed offset? Every poll adds a (log-end offset, time) sample per
 partition to a short history. While the offset does not move, the newest sample's time
@@ -14,8 +24,8 @@ time lag is now minus that. A committed
 offset older than the whole history is extrapolated back at the history's average rate
 (or, with no rate, the history's age, a lower bound). Caught up (c >= the latest
 log-end offset) is 0. This is the method of kafka-lag-exporter's lookup table; its
-limits are in the README: bursty producers make interpolation coarse, and right after
-start the history is one sample deep.
+limits are in docs/architecture.md, "Lag": bursty producers make interpolation coarse,
+and right after start the history is one sample deep.
 """
 
 from __future__ import annotations
@@ -29,7 +39,8 @@ import numpy as np
 log = logging.getLogger("groupscope.exporter")
 
 # (topic names, topic index per partition, partition numbers) -> log-end offsets, -1 where
-# unknown. Arrays rather than tuples: 500,000 (topic, partition) tuples cost ~100 MB.
+# unknown. Arrays rather than tuples, which cost far more memory at scale
+# (docs/performance.md, "Design measurements": partition arrays).
 Fetch = Callable[[Sequence[str], np.ndarray, np.ndarray], np.ndarray]
 
 CHUNK = 16_384  # rows per vectorized block: bounds the temporaries (~8 MB)
@@ -189,6 +200,8 @@ class LogEndPoller:
 
     `AdminClient.list_offsets` groups the partitions by leader and sends one ListOffsets
     request per broker, so 500,000 partitions on 6 brokers cost 6 requests, not 500,000.
+    It asks for the latest offset at isolation level READ_COMMITTED: the last stable
+    offset (see the module docstring).
     """
 
     def __init__(self, config: Mapping[str, str], timeout_s: float = 30.0) -> None:
@@ -200,7 +213,9 @@ class LogEndPoller:
     def __call__(
         self, topics: Sequence[str], topic_index: np.ndarray, partitions: np.ndarray
     ) -> np.ndarray:
-        """Log-end offset per (topics[topic_index[i]], partitions[i]); -1 where it failed."""
+        """Last stable offset per (topics[topic_index[i]], partitions[i]); -1 where it
+        failed."""
+        from confluent_kafka import IsolationLevel
         from confluent_kafka import TopicPartition as KafkaTopicPartition
         from confluent_kafka.admin import OffsetSpec
 
@@ -213,7 +228,11 @@ class LogEndPoller:
             for i, (t, p) in enumerate(zip(topic_index.tolist(), partitions.tolist(), strict=True))
         }
         request = {KafkaTopicPartition(t, p): latest for t, p in where}
-        futures = self.admin.list_offsets(request, request_timeout=self.timeout_s)
+        futures = self.admin.list_offsets(
+            request,
+            isolation_level=IsolationLevel.READ_COMMITTED,
+            request_timeout=self.timeout_s,
+        )
         failed = 0
         for tp, future in futures.items():
             try:

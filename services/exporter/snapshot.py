@@ -21,7 +21,7 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import DBAPIError
 
 from services.store.database import psycopg_connection
-from services.store.errors import SchemaOutdatedError, StoreUnavailableError
+from services.store.errors import SchemaOutdatedError, StoreUnavailableError, first_line
 
 GROUPS = """
 SELECT g.name, g.type, extract(epoch FROM g.deleted_at)::float8, g.commits_total,
@@ -68,7 +68,8 @@ ORDER BY source
 
 # The offsets travel as three packed binary arrays (int4send/int8send, big-endian) plus
 # the distinct (group, topic) pairs: no Python object per row on the client. COPY or a
-# row per partition left ~100 MB of fragmented heap behind for 500,000 partitions.
+# row per partition left fragmented heap behind (docs/performance.md, "Design
+# measurements": packed offsets).
 LIVE_OFFSETS = """
 WITH live AS (
     SELECT group_name, topic, partition, committed_offset,
@@ -238,9 +239,9 @@ def read_snapshot(
                 pipeline = [PipelineRow(*row) for row in cur.fetchall()]
                 offsets = _read_offsets(cur)
     except (psycopg.Error, DBAPIError, OSError) as exc:
-        cause = exc.orig if isinstance(exc, DBAPIError) and exc.orig is not None else exc
-        first = (str(cause).strip().splitlines() or [type(cause).__name__])[0]
-        raise StoreUnavailableError(f"the history store could not be read: {first}") from exc
+        raise StoreUnavailableError(
+            f"the history store could not be read: {first_line(exc)}"
+        ) from exc
     return StoreSnapshot(now.timestamp(), groups, totals, last, failures, pipeline, offsets)
 
 

@@ -29,7 +29,7 @@ examples:
   groupscope db psql -- -c "SELECT * FROM rebalance_storms"
   groupscope db psql --database-url postgresql://db:5432/groupscope -- -f report.sql
 
-See README.md, "History store and postmortems", for the tables and views.
+See docs/store.md for the tables and views.
 """
 
 

@@ -17,7 +17,7 @@ from sqlalchemy import Connection, Engine, create_engine, make_url, text
 from sqlalchemy.exc import DBAPIError
 
 from services.store.embedded import EmbeddedPostgres, data_dir
-from services.store.errors import StoreUnavailableError, UnsupportedServerError
+from services.store.errors import StoreUnavailableError, UnsupportedServerError, first_line
 from services.store.options import URL_SCHEMES
 
 MINIMUM_SERVER_VERSION = 140000
@@ -62,7 +62,7 @@ def check_server(engine: Engine) -> None:
     except DBAPIError as exc:
         raise StoreUnavailableError(
             f"cannot reach PostgreSQL at {redacted(engine.url.render_as_string(False))}: "
-            f"{str(exc.orig).strip().splitlines()[0]}"
+            f"{first_line(exc)}"
         ) from exc
     if version < MINIMUM_SERVER_VERSION:
         raise UnsupportedServerError(

@@ -3,6 +3,14 @@
 from __future__ import annotations
 
 
+def first_line(exc: BaseException) -> str:
+    """The first line of what the database (or the driver) said: the driver's own error
+    inside SQLAlchemy's wrapper, else the exception itself; its class name when empty."""
+    orig = getattr(exc, "orig", None)  # sqlalchemy.exc.DBAPIError wraps the driver's
+    cause = orig if isinstance(orig, BaseException) else exc
+    return (str(cause).strip().splitlines() or [type(cause).__name__])[0]
+
+
 class StoreError(Exception):
     """Base class of the store's errors."""
 

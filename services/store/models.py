@@ -10,14 +10,14 @@ Assignments are compact on purpose: each member's row holds its assignment as
 costs 2,000 rows and a few hundred kilobytes. The `assignments` view (migration 0002)
 shows them as one row per member and topic with an integer array of partitions.
 Keeping them in the member row rather than in a table of their own halves the rows a
-generation writes: measured with 100 members per generation, 100,000 members took
-0.9-1.3 s with the assignment inline against 1.6-1.7 s as a second table. They are
-`json`, not `jsonb`: PostgreSQL only validates json on input, which measured 35% less
-server CPU for a 100,000-member COPY, and the rows came out 25% smaller.
+generation writes, and writes faster. They are `json`, not `jsonb`: PostgreSQL only
+validates json on input, which costs the server less CPU and makes smaller rows
+(docs/performance.md, "Design measurements": assignments inline).
 
 The bulk tables (generation_members, committed_offsets and offset_history) have no
-foreign keys: a foreign key checks every inserted row with a
-trigger, which cost ~40% of the write throughput, and their parents are always written
+foreign keys: a foreign key checks every inserted row with a trigger, which cost much
+of the write throughput ("Design measurements": no foreign keys), and their parents
+are always written
 by the same transaction (see `services.store.repository`). Their primary keys start
 with the parent's key, so joins to the parent stay index lookups.
 """

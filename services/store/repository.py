@@ -30,7 +30,12 @@ from sqlalchemy.exc import DBAPIError
 from services.store import sanitize, staging
 from services.store.batch import BatchWrite, Generation, PipelineReport, Repair
 from services.store.database import psycopg_connection
-from services.store.errors import BatchRejectedError, StoreError, StoreUnavailableError
+from services.store.errors import (
+    BatchRejectedError,
+    StoreError,
+    StoreUnavailableError,
+    first_line,
+)
 
 # Every group named in the batch exists afterwards, with first/last seen widened.
 # (Generations are staged as group events too, so they count here.)
@@ -98,8 +103,9 @@ ON CONFLICT (to_generation_pk) DO NOTHING
 # The batch's latest record per partition replaces the stored one only if it is later;
 # the partitions it did move become one offset_history row per group. A replayed batch
 # moves nothing, so it adds no history either. Existing partitions are updated and new
-# ones inserted by separate sub-statements: measured, that costs the server ~17% less
-# CPU than INSERT … ON CONFLICT DO UPDATE, which also locks each row it updates. Both
+# ones inserted by separate sub-statements, which costs the server less CPU than
+# INSERT … ON CONFLICT DO UPDATE (docs/performance.md, "Design measurements": update,
+# then insert); that also locks each row it updates. Both
 # see the snapshot from before the statement, so no partition is both updated and
 # inserted. One writer per source partition is assumed (the streaming job); a second
 # writer inserting the same new partition at the same moment gets a unique-key error
@@ -282,7 +288,7 @@ class HistoryStore:
             with self._transaction(f"batch {batch.batch_id} rejected", keep=False) as cur:
                 _merge(cur, _stage(cur, batch))
         except BatchRejectedError as exc:
-            return _reason(exc.__cause__ or exc)
+            return first_line(exc.__cause__ or exc)
         return None
 
     def report_status(self, status: PipelineReport) -> None:
@@ -354,17 +360,11 @@ class HistoryStore:
             raise store_error(exc, f"batch count of {source} not restarted") from exc
 
 
-def _reason(exc: BaseException) -> str:
-    """The first line of what the database (or the driver) said."""
-    cause = exc.orig if isinstance(exc, DBAPIError) and exc.orig is not None else exc
-    return (str(cause).strip().splitlines() or [type(cause).__name__])[0]
-
-
 def store_error(exc: DBAPIError | psycopg.Error, what: str) -> StoreError:
     """`StoreUnavailableError` if the server failed, else `BatchRejectedError`; the message
     is `what` and the first line of what the database said."""
     cause = exc.orig if isinstance(exc, DBAPIError) and exc.orig is not None else exc
-    message = f"{what}: {_reason(exc)}"
+    message = f"{what}: {first_line(exc)}"
     invalidated = isinstance(exc, DBAPIError) and exc.connection_invalidated
     if invalidated or (
         isinstance(cause, _CONNECTION_ERRORS) and not isinstance(cause, _DATA_LIMITS)

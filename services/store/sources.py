@@ -14,7 +14,7 @@ from datetime import datetime
 from sqlalchemy import Engine, text
 from sqlalchemy.exc import DBAPIError
 
-from services.store.errors import StoreUnavailableError
+from services.store.errors import StoreUnavailableError, first_line
 
 KNOWN = text(
     """
@@ -41,7 +41,7 @@ def known_sources(engine: Engine) -> list[KnownSource]:
         with engine.connect() as conn:
             return [KnownSource(name, at) for name, at in conn.execute(KNOWN)]
     except DBAPIError as exc:
-        raise StoreUnavailableError(f"sources not read: {_first_line(exc)}") from exc
+        raise StoreUnavailableError(f"sources not read: {first_line(exc)}") from exc
 
 
 def forget_source(engine: Engine, source: str) -> tuple[int, int]:
@@ -59,10 +59,5 @@ def forget_source(engine: Engine, source: str) -> tuple[int, int]:
                 text("DELETE FROM pipeline_progress WHERE source = :s"), {"s": source}
             ).rowcount
     except DBAPIError as exc:
-        raise StoreUnavailableError(f"{source} not forgotten: {_first_line(exc)}") from exc
+        raise StoreUnavailableError(f"{source} not forgotten: {first_line(exc)}") from exc
     return status, progress
-
-
-def _first_line(exc: DBAPIError) -> str:
-    cause = exc.orig if exc.orig is not None else exc
-    return (str(cause).strip().splitlines() or [type(cause).__name__])[0]

@@ -10,7 +10,8 @@ has.
 Most tables travel in binary format. The member table travels as text, with its
 arrays and JSON already written out as PostgreSQL literals by `text_array` and
 `json_text`: psycopg dumps lists element by element in Python, which made the client
-the slower side of a 100,000-member COPY.
+the slower side of a large member COPY (docs/performance.md, "Design measurements":
+member COPY as text).
 """
 
 from __future__ import annotations

@@ -11,13 +11,11 @@ it fails instead.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import selectors
 import shutil
 import subprocess
-import sys
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -25,9 +23,10 @@ from typing import IO
 
 import pytest
 
+from tests.kafka.javac import JavaUnavailable as HarnessUnavailable
+from tests.kafka.javac import compiled, kafka_classpath, kafka_required
+
 HARNESS_SOURCE = Path(__file__).resolve().parents[1] / "kafka" / "harness" / "AssignorHarness.java"
-SHARE = Path(sys.prefix) / "share" / "groupscope"
-CLASSPATH_FILE = SHARE / "kafka.classpath"
 CALL_TIMEOUT_S = 60.0
 
 
@@ -40,51 +39,9 @@ class KafkaRaised(Exception):
         self.message = message
 
 
-class HarnessUnavailable(RuntimeError):
-    """Java, the Kafka classpath or the harness cannot be used; the reason says which."""
-
-
-def kafka_required() -> bool:
-    return os.environ.get("GROUPSCOPE_REQUIRE_KAFKA", "") not in ("", "0")
-
-
-def kafka_classpath() -> str:
-    """The Kafka 4.3.1 classpath written by ``make kafka``."""
-    if not CLASSPATH_FILE.is_file():
-        raise HarnessUnavailable(f"no Kafka classpath at {CLASSPATH_FILE} (run `make kafka`)")
-    classpath = CLASSPATH_FILE.read_text().strip()
-    missing = [jar for jar in classpath.split(os.pathsep) if not Path(jar).exists()]
-    if not classpath or missing:
-        raise HarnessUnavailable(f"the Kafka classpath lists missing jars: {missing[:3]}")
-    return classpath
-
-
 def compiled_harness(classpath: str) -> Path:
     """The folder holding AssignorHarness.class, compiled once per version of its source."""
-    javac = shutil.which("javac")
-    if javac is None:
-        raise HarnessUnavailable("javac is not installed")
-    digest = hashlib.sha256(HARNESS_SOURCE.read_bytes()).hexdigest()[:16]
-    target = SHARE / "harness" / digest
-    if (target / "AssignorHarness.class").is_file():
-        return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{digest}-", dir=target.parent))
-    result = subprocess.run(
-        [javac, "-nowarn", "-d", str(staging), "-cp", classpath, str(HARNESS_SOURCE)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    if result.returncode != 0:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise HarnessUnavailable(f"javac failed:\n{result.stderr.strip()}")
-    try:
-        staging.rename(target)
-    except OSError:  # another session compiled the same source first
-        shutil.rmtree(staging, ignore_errors=True)
-    return target
+    return compiled(HARNESS_SOURCE, classpath, "harness")
 
 
 class KafkaAssignors:

@@ -6,7 +6,8 @@ from services.assignor.javaorder import hashmap_order, java_str_key, string_hash
 
 
 def test_string_hash_matches_java():
-    # "KafkaConsumerDemo".hashCode() is negative in Java; DESIGN.md: abs(...) % 50 == 35.
+    # "KafkaConsumerDemo".hashCode() is negative in Java; its partition is 35 of 50
+    # (docs/codec.md, "Coordinator partition").
     h = string_hash("KafkaConsumerDemo")
     signed = h - (1 << 32) if h >= 1 << 31 else h
     assert abs(signed) % 50 == 35

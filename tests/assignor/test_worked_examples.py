@@ -1,4 +1,4 @@
-"""DESIGN.md section 6, plus the examples in Kafka's own javadoc."""
+"""docs/assignors.md, "Worked examples", plus the examples in Kafka's own javadoc."""
 
 from __future__ import annotations
 

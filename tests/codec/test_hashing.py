@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from services.codec import java_string_hash, partition_for
 
-# From ../shared/kafka-schemas/README.md: Java's own hashCode and Kafka's partition.
+# Java's own hashCode and Kafka's partition (docs/codec.md, "Coordinator partition").
 JAVA_VECTORS = [
     ("KafkaConsumerDemo", -2039247585, 35),
     ("test", 3556498, 48),

@@ -1,4 +1,4 @@
-"""Records assembled by hand from the spec's framing rules (README "Encoding rules"),
+"""Records assembled by hand from the spec's framing rules (docs/codec.md, "Encoding rules"),
 independently of the codec's encoder, then decoded and re-encoded byte for byte."""
 
 from __future__ import annotations

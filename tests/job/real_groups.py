@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import struct
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,38 +35,51 @@ def member_identity(consumer: Any) -> tuple[str, int]:
 
 @dataclass(frozen=True)
 class Assigned:
-    """A member's whole assignment after a rebalance callback, at its generation."""
+    """A member's whole assignment after a rebalance callback, at its generation:
+    `partitions` of the group's one topic, `held` as (topic, partition)s."""
 
     member_id: str
     generation: int
     partitions: frozenset[int]
+    held: frozenset[tuple[str, int]] = frozenset()
 
 
 @dataclass
 class Member:
     consumer: Any
-    owned: set[int] = field(default_factory=set)
+    held: set[tuple[str, int]] = field(default_factory=set)  # (topic, partition)s
     seen: list[Assigned] = field(default_factory=list)
     last_callback: float = 0.0
+
+    @property
+    def owned(self) -> set[int]:
+        return {p for _, p in self.held}
 
     def on_assign(self, consumer: Any, partitions: list) -> None:
         """Both eager (the whole assignment) and incremental (cooperative, KIP-848)
         callbacks add what they list; a revocation removes what it lists."""
-        self.owned |= {tp.partition for tp in partitions}
-        self.seen.append(Assigned(*member_identity(consumer), frozenset(self.owned)))
+        self.held |= {(tp.topic, tp.partition) for tp in partitions}
+        self.seen.append(
+            Assigned(*member_identity(consumer), frozenset(self.owned), frozenset(self.held))
+        )
         self.last_callback = time.monotonic()
 
     def on_revoke(self, consumer: Any, partitions: list) -> None:
-        self.owned -= {tp.partition for tp in partitions}
+        self.held -= {(tp.topic, tp.partition) for tp in partitions}
         self.last_callback = time.monotonic()
 
     def assignment(self) -> set[int]:
-        return {tp.partition for tp in self.consumer.assignment()}
+        return {p for _, p in self.held_now()}
+
+    def held_now(self) -> set[tuple[str, int]]:
+        return {(tp.topic, tp.partition) for tp in self.consumer.assignment()}
 
 
 class ConsumerGroup:
     """`size` members of `group` on `topic` (of `partitions` partitions); `join()` adds
-    one."""
+    one. With `subscription` (topic names, or librdkafka regexes starting with `^`) the
+    members subscribe to that instead, and `partitions` counts those of every topic it
+    matches: set it anew when a topic or partitions are added."""
 
     def __init__(
         self,
@@ -75,9 +89,11 @@ class ConsumerGroup:
         partitions: int,
         config: dict[str, Any],
         size: int = 2,
+        subscription: Sequence[str] | None = None,
     ) -> None:
         self.broker, self.config = broker, config
         self.group, self.topic, self.partitions = group, topic, partitions
+        self.subscription = list(subscription or [topic])
         self.commits = 0  # offset commit records written: one per partition committed
         self.members: list[Member] = []
         for _ in range(size):
@@ -100,7 +116,7 @@ class ConsumerGroup:
         )
         member = Member(consumer)
         consumer.subscribe(
-            [self.topic],
+            self.subscription,
             on_assign=member.on_assign,
             on_revoke=member.on_revoke,
             on_lost=member.on_revoke,
@@ -112,13 +128,18 @@ class ConsumerGroup:
         for member in self.members:
             member.consumer.poll(timeout)
 
+    def leave(self) -> None:
+        """The last member to join leaves the group (LeaveGroup, or a KIP-848 heartbeat
+        with epoch -1) as it closes."""
+        self.members.pop().consumer.close()
+
     def _stable(self) -> bool:
-        owned = [m.owned for m in self.members]
-        union = set().union(*owned)
+        held = [m.held for m in self.members]
+        union = set().union(*held)
         return (
-            all(owned)
-            and sum(map(len, owned)) == len(union) == self.partitions
-            and all(m.owned == m.assignment() for m in self.members)
+            all(held)
+            and sum(map(len, held)) == len(union) == self.partitions
+            and all(m.held == m.held_now() for m in self.members)
             and len({member_identity(m.consumer)[1] for m in self.members}) == 1
             and time.monotonic() - max(m.last_callback for m in self.members) > QUIET_S
         )
@@ -133,22 +154,30 @@ class ConsumerGroup:
                 raise AssertionError(f"group {self.group} not stable: {self.final()}")
             self.poll()
 
-    def consume_and_commit(self, highs: dict[int, int], batch: int = 5) -> None:
+    def consume_and_commit(
+        self, highs: Mapping[int, int] | Mapping[tuple[str, int], int], batch: int = 5
+    ) -> None:
         """Consume every partition up to its high watermark, committing the position of
-        each partition after every `batch` messages read, synchronously."""
+        each partition after every `batch` messages read, synchronously. `highs` is by
+        partition of the group's topic, or by (topic, partition)."""
         from confluent_kafka import KafkaException, TopicPartition
 
-        done: dict[int, int] = {}
+        wanted = {(k if isinstance(k, tuple) else (self.topic, k)): h for k, h in highs.items()}
+        done: dict[tuple[str, int], int] = {}
         deadline = time.monotonic() + STABLE_TIMEOUT_S
-        while any(done.get(p, 0) < high for p, high in highs.items()):
+        while any(done.get(tp, 0) < high for tp, high in wanted.items()):
             if time.monotonic() > deadline:
-                raise AssertionError(f"group {self.group} committed only {done} of {highs}")
+                raise AssertionError(f"group {self.group} committed only {done} of {wanted}")
             for member in self.members:
                 messages = member.consumer.consume(batch, 0.2)
-                ends = {m.partition(): m.offset() + 1 for m in messages if m.error() is None}
+                ends = {
+                    (m.topic(), m.partition()): m.offset() + 1
+                    for m in messages
+                    if m.error() is None
+                }
                 if not ends:
                     continue
-                offsets = [TopicPartition(self.topic, p, o) for p, o in sorted(ends.items())]
+                offsets = [TopicPartition(t, p, o) for (t, p), o in sorted(ends.items())]
                 try:
                     member.consumer.commit(offsets=offsets, asynchronous=False)
                 except KafkaException as exc:  # a rebalance in between: not written
@@ -169,6 +198,14 @@ class ConsumerGroup:
         for m in self.members:
             member_id, generation = member_identity(m.consumer)
             out[member_id] = (generation, frozenset(m.assignment()))
+        return out
+
+    def holdings(self) -> dict[str, tuple[int, frozenset[tuple[str, int]]]]:
+        """As `final`, the partitions as (topic, partition)s."""
+        out = {}
+        for m in self.members:
+            member_id, generation = member_identity(m.consumer)
+            out[member_id] = (generation, frozenset(m.held_now()))
         return out
 
     def seen(self) -> list[Assigned]:

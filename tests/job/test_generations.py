@@ -123,6 +123,62 @@ def test_cooperative_revoke_then_assign_is_one_episode() -> None:
     assert episode.baseline_moves == 2 and episode.minimum_moves == 2
 
 
+def test_a_cooperative_episode_lasts_until_every_revoked_partition_is_owned() -> None:
+    """As Kafka 4.3 did with Java consumers: c joins a and b (gen 3). Gen 4 revokes t-2 from
+    a and t-5 from b, but gen 5 began before b's SyncGroup was answered: b never saw gen 4,
+    still owned t-5 when it joined gen 5 and revokes it there, while c gets t-2. Gen 6 gives
+    c t-5. One episode from gen 3 to gen 6, two moves, as the baseline; closed at gen 5 it
+    counted one move against a baseline of two."""
+    tracker = GenerationTracker()
+    protocol = "cooperative-sticky"
+    a, b = tp("t", 0, 1), tp("t", 3, 4)
+    feed(
+        tracker,
+        [
+            classic(
+                "co", 3, protocol, [member("a", tp("t", 0, 1, 2)), member("b", tp("t", 3, 4, 5))]
+            ),
+            classic("co", 4, protocol, [member("a", a), member("b", b), member("c", [])]),
+            classic("co", 5, protocol, [member("a", a), member("b", b), member("c", tp("t", 2))]),
+            classic(
+                "co", 6, protocol, [member("a", a), member("b", b), member("c", tp("t", 2, 5))]
+            ),
+        ],
+    )
+    generations, _ = tracker.drain()
+    assert [g.rebalance for g in generations[1:3]] == [None, None]
+    assert [g.state for g in generations] == [None, "rebalancing", "rebalancing", None]
+    episode = generations[3].rebalance
+    assert episode.cooperative_episode and episode.from_generation == 3
+    assert (episode.moved, episode.baseline_moves, episode.minimum_moves) == (2, 2, 2)
+
+
+def test_a_deleted_topics_partitions_do_not_hold_an_episode_open() -> None:
+    """Gen 2 revokes t-3 (for c) while topic u, deleted, is assigned no more: gen 3 closes
+    the episode although u's partitions stay unowned."""
+    tracker = GenerationTracker()
+    protocol = "cooperative-sticky"
+    topics = ("t", "u")
+    feed(
+        tracker,
+        [
+            classic("co", 1, protocol, [member("a", tp("t", 0, 1, 2, 3) + tp("u", 0), topics)]),
+            classic(
+                "co", 2, protocol, [member("a", tp("t", 0, 1), topics), member("c", [], topics)]
+            ),
+            classic(
+                "co",
+                3,
+                protocol,
+                [member("a", tp("t", 0, 1), topics), member("c", tp("t", 2, 3), topics)],
+            ),
+        ],
+    )
+    generations, _ = tracker.drain()
+    assert generations[1].rebalance is None
+    assert generations[2].rebalance.cooperative_episode
+
+
 def test_static_member_restart_keeps_its_identity() -> None:
     """A restarted static member gets a new member id but is the same member."""
     tracker = GenerationTracker()
@@ -181,7 +237,8 @@ def kip848(kind: str, key: dict, value: dict | None) -> dict:
     return decode_record(encode_key(kind, key), encode_value(kind, 0, value) if value else None)
 
 
-def member_meta(mid: str) -> dict:
+def member_meta(mid: str, regex: str | None = None, assignor: str = "uniform") -> dict:
+    """A member subscribed to "stock" by name, or only to `regex`."""
     return kip848(
         "consumer_group_member_metadata",
         {"group_id": "k", "member_id": mid},
@@ -190,10 +247,10 @@ def member_meta(mid: str) -> dict:
             "rack_id": None,
             "client_id": f"c-{mid}",
             "client_host": "/h",
-            "subscribed_topic_names": ["stock"],
-            "subscribed_topic_regex": None,
+            "subscribed_topic_names": [] if regex else ["stock"],
+            "subscribed_topic_regex": regex,
             "rebalance_timeout_ms": 1000,
-            "server_assignor": "uniform",
+            "server_assignor": assignor,
         },
     )
 
@@ -268,6 +325,64 @@ def test_kip848_epochs_map_topic_ids_and_use_uniform() -> None:
     churn = second.rebalance
     assert churn.baseline_assignor == "uniform"
     assert (churn.moved, churn.members_joined, churn.minimum_moves) == (2, 1, 2)
+
+
+def test_kip848_regex_members_subscribe_to_the_topics_their_regex_resolved_to() -> None:
+    """A member subscribed by regex names no topic; the coordinator's
+    ConsumerGroupRegularExpression record says which topics the regex matched. The
+    baseline and the minimum run on those: with no topics both said 0 moves, whatever
+    the group moved."""
+    regex = kip848(
+        "consumer_group_regular_expression",
+        {"group_id": "k", "regular_expression": "^st.*"},
+        {"topics": ["stock"], "version": 1, "timestamp": 0},
+    )
+    records = [
+        member_meta(r["key"]["member_id"], "^st.*")
+        if r["record_type"] == "consumer_group_member_metadata"
+        else r
+        for r in kip848_records(named=True)
+    ]
+    tracker = GenerationTracker()
+    feed(tracker, [regex, *records])
+    _, second = tracker.drain()[0]
+    assert [m.subscribed_topics for m in second.members] == [("stock",), ("stock",)]
+    churn = second.rebalance
+    assert (churn.moved, churn.baseline_moves, churn.minimum_moves) == (2, 2, 2)
+    gone = kip848(
+        "consumer_group_regular_expression", {"group_id": "k", "regular_expression": "^st.*"}, None
+    )
+    feed(tracker, [gone, *epoch(3), target_epoch(3)], start=20)
+    (third,), _ = tracker.drain()
+    assert [m.subscribed_topics for m in third.members] == [(), ()]
+
+
+def test_a_kip848_range_groups_baseline_is_the_brokers_range_assignor() -> None:
+    """m0 joins m1 and m2 of a group using the broker's `range` assignor: ranges by
+    member id move three partitions where a sticky (uniform) assignor would move two.
+    The baseline is `server-range`, which moves three too: no excess."""
+    records = [
+        member_meta("m1", assignor="range"),
+        member_meta("m2", assignor="range"),
+        *epoch(1),
+        target("m1", [0, 1, 2]),
+        target("m2", [3, 4, 5]),
+        target_epoch(1),
+        member_meta("m0", assignor="range"),
+        *epoch(2),
+        target("m0", [0, 1]),
+        target("m1", [2, 3]),
+        target("m2", [4, 5]),
+        target_epoch(2),
+    ]
+    tracker = GenerationTracker()
+    tracker.topic_names.update({TOPIC_ID: "stock"})
+    feed(tracker, records)
+    (_, second), _ = tracker.drain()
+    assert second.assignor == "range"
+    churn = second.rebalance
+    assert churn.baseline_assignor == "server-range"
+    assert (churn.moved, churn.baseline_moves, churn.minimum_moves) == (3, 3, 2)
 
 
 def test_kip848_topic_ids_are_named_by_the_trackers_cluster_wide_map() -> None:

@@ -7,7 +7,11 @@ Two tansu 0.6.0 limits shape these tests:
   (`batch.num.messages=1`), which makes its answer exact. Real Kafka needs no such setting.
 - It writes transaction markers but does not filter aborted records for read_committed
   consumers, so no test here can show that aborted commits never count; the source asks
-  for read_committed, which real Kafka honours.
+  for read_committed, which real Kafka honours (tests/job/test_real_kafka.py,
+  tests/job/test_real_kafka_ranges.py).
+
+It also refuses CreatePartitions: partitions added to a running topic are shown on Apache
+Kafka itself, in tests/job/test_real_kafka_added_partitions.py.
 """
 
 from __future__ import annotations
@@ -91,12 +95,8 @@ def test_stream_from_kafka_equals_the_truth(
 
 
 class ScriptedWatermarks(KafkaStreamReader):
-    """The reader with the broker's metadata answers scripted.
-
-    tansu 0.6.0 refuses CreatePartitions ("not supported by broker"), so a partition
-    cannot really be added to a running topic here; the offset planning that picks new
-    partitions up is exercised with scripted watermarks instead.
-    """
+    """The reader with the broker's metadata answers scripted: the read limits' planning
+    against watermarks that move exactly when the test says."""
 
     def __init__(self, answers: list[dict[str, tuple[int, int]]]) -> None:
         super().__init__({"topic": "t", "bootstrap.servers": "unused"})
@@ -104,19 +104,6 @@ class ScriptedWatermarks(KafkaStreamReader):
 
     def _watermarks(self) -> dict[str, tuple[int, int]]:
         return self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
-
-
-def test_a_partition_added_while_running_is_read_from_its_start() -> None:
-    reader = ScriptedWatermarks([{"0": (0, 5), "1": (0, 3)}])
-    start = reader.initialOffset()
-    assert start == {"0": 0, "1": 0}
-    end = reader.latestOffset(start, ReadAllAvailable())
-    assert end == {"0": 5, "1": 3}
-    reader.answers = [{"0": (0, 6), "1": (0, 3), "2": (0, 4)}]  # partition 2 appears
-    later = reader.latestOffset(end, ReadAllAvailable())
-    assert later == {"0": 6, "1": 3, "2": 4}
-    ranges = [(r.partition, r.start, r.end) for r in reader.partitions(end, later)]
-    assert ranges == [(0, 5, 6), (2, 0, 4)]
 
 
 def test_read_limits_and_available_now() -> None:

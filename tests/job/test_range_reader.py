@@ -1,6 +1,7 @@
 """Reading offset ranges (`spark_jobs.range_reader`) from a real Kafka-protocol broker
 (tansu): the native reader and confluent-kafka's give the same records, end at the
-range's end across gaps, and are reused from range to range."""
+range's end across gaps, and are reused from range to range. Gaps left by aborted
+transactions, which tansu does not filter, are in tests/job/test_real_kafka_ranges.py."""
 
 from __future__ import annotations
 

@@ -12,25 +12,22 @@ compared with what Kafka's Admin API and the clients themselves say.
 from __future__ import annotations
 
 import subprocess
-import sys
-import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
-from sqlalchemy import Engine, text
+from sqlalchemy import Engine
 
 from services.store.database import create_store_engine
 from tests.fixtures.real_kafka import RealKafka, retry_while_coordinator_pending
 from tests.job.real_groups import Assigned, ConsumerGroup
+from tests.job.real_job import admin_offsets, on, rows, run_job_once, stored_generations
 
 pytestmark = pytest.mark.real_kafka
 
 PARTITIONS = 6
 PER_PARTITION = 40
-JOB_TIMEOUT_S = 300.0
 CLIENTS = {
     "range": {"partition.assignment.strategy": "range"},
     "cooperative": {"partition.assignment.strategy": "cooperative-sticky"},
@@ -97,50 +94,6 @@ def transactional_commits(broker: RealKafka, group: str, topic: str) -> None:
         consumer.close()
 
 
-def admin_offsets(broker: RealKafka, groups: list[str]) -> dict[str, dict[tuple[str, int], int]]:
-    """Kafka's own answer: ListConsumerGroupOffsets for every group."""
-    from confluent_kafka import ConsumerGroupTopicPartitions
-    from confluent_kafka.admin import AdminClient
-
-    admin = AdminClient(broker.client_config())
-    out = {}
-    for group in groups:
-        (future,) = admin.list_consumer_group_offsets(
-            [ConsumerGroupTopicPartitions(group)]
-        ).values()
-        result = future.result(30)
-        out[group] = {(tp.topic, tp.partition): tp.offset for tp in result.topic_partitions}
-    return out
-
-
-def run_job_once(
-    broker: RealKafka, url: str, checkpoint: Path, groups: list[ConsumerGroup]
-) -> subprocess.CompletedProcess:
-    """`groupscope stream --once` on the broker, the groups' members polled meanwhile
-    (so that they stay in their generation)."""
-    args = [
-        *(sys.executable, "-m", "services.cli", "stream", "--once"),
-        *("--bootstrap-servers", broker.bootstrap_servers, "--database-url", url),
-        *("--checkpoint", str(checkpoint)),
-    ]
-    err = checkpoint.parent / "job.err"
-    with open(err, "w") as out:
-        process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=out, text=True)
-        deadline = time.monotonic() + JOB_TIMEOUT_S
-        try:
-            while process.poll() is None:
-                if time.monotonic() > deadline:
-                    raise AssertionError(f"the job ran over {JOB_TIMEOUT_S}s")
-                for group in groups:
-                    group.poll(0.05)
-                time.sleep(0.2)
-        finally:
-            if process.poll() is None:
-                process.kill()
-            process.wait()
-    return subprocess.CompletedProcess(args, process.returncode, "", err.read_text())
-
-
 @pytest.fixture(scope="module")
 def run(
     real_kafka: RealKafka, postgres_server, migrated_template: str, tmp_path_factory
@@ -180,33 +133,6 @@ def run(
             group.close()
         engine.dispose()
         postgres_server.drop_database(name)
-
-
-def rows(engine: Engine, sql: str, **params) -> list:
-    with engine.connect() as conn:
-        return conn.execute(text(sql), params).all()
-
-
-def stored_generations(
-    engine: Engine, group: str
-) -> dict[int, dict[str, frozenset[tuple[str, int]]]]:
-    """generation -> member id -> (topic, partition)s."""
-    out: dict[int, dict[str, frozenset[tuple[str, int]]]] = {}
-    sql = (
-        "SELECT g.generation, m.member_id, m.assignment FROM generations g "
-        "LEFT JOIN generation_members m ON m.generation_pk = g.id WHERE g.group_name = :group"
-    )
-    for generation, member_id, assignment in rows(engine, sql, group=group):
-        members = out.setdefault(generation, {})
-        if member_id is not None:
-            members[member_id] = frozenset(
-                (t, p) for t, ps in (assignment or {}).items() for p in ps
-            )
-    return out
-
-
-def on(topic: str, partitions: frozenset[int]) -> frozenset[tuple[str, int]]:
-    return frozenset((topic, p) for p in partitions)
 
 
 def test_the_job_reads_kafkas_consumer_offsets_without_a_decode_failure(run: Run) -> None:

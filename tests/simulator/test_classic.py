@@ -273,7 +273,8 @@ def test_crashed_members_leave_after_the_session_timeout(scenario_runs):
         for r in result.truth["rebalances"]
         if r["group"] == group and r["time"] - result.summary["start"] <= 10 * 60_000
     ]
-    assert len(storm) >= 5  # a storm by DESIGN.md's default: 5 rebalances in 10 minutes
+    # A storm by default: 5 rebalances in 10 minutes (docs/architecture.md, "Storms").
+    assert len(storm) >= 5
 
 
 def test_slow_consumer_is_kicked_after_max_poll_interval(scenario_runs):

@@ -83,7 +83,8 @@ def test_offset_commit_fast_path_matches_the_codec():
                 }
                 expected = encode_value("offset_commit", 3, value)
                 assert encoder.value(offset, epoch, metadata, ts) == expected
-    # The README's hand-written example: g1/t/3 at offset 42, epoch 5, metadata "m", ts 1000.
+    # The hand-written example of docs/codec.md, "groupscope decode": g1/t/3 at offset 42,
+    # epoch 5, metadata "m", ts 1000.
     encoder = OffsetCommitEncoder("g1")
     assert encoder.key("t", 3).hex() == "00010002673100017400000003"
     assert encoder.value(42, 5, "m", 1000).hex() == (

@@ -1,0 +1,191 @@
+"""The `GROUPSCOPE_*` variables the code reads outside a flag's default, documented here.
+
+Most variables stand behind a flag (`services.docgen.flags` finds which). The rest are
+read directly (the Spark session's settings, the docker image's entry point, the test
+fixtures and the benchmarks), and each needs a line here: `tests/docs/` fails when the
+code mentions a `GROUPSCOPE_*` name that is neither a flag's variable nor listed below,
+and when one listed here is no longer in the code.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent  # this table is no evidence of a read
+ROOT = HERE.parents[1]
+
+# Where variables are read: the product, its container files, and the developer tools.
+PRODUCT = ("services", "spark_jobs", "docker", "docker-compose.yml", "Dockerfile")
+DEVELOPMENT = ("benchmarks", "tests", "Makefile", ".ci")
+SUFFIXES = {".py", ".sh", ".yml", ".yaml", ""}
+
+NAME = re.compile(r"\bGROUPSCOPE_[A-Z0-9_]*[A-Z0-9]\b")
+# services/workload/commands.py reads f"GROUPSCOPE_{name}" through a helper.
+WORKLOAD_HELPER = re.compile(r'\b_env\(\s*"([A-Z0-9_]+)"')
+
+
+@dataclass(frozen=True)
+class Variable:
+    name: str
+    default: str
+    help: str
+    development: bool = False  # read by tests or benchmarks, not by groupscope
+
+
+VARIABLES: tuple[Variable, ...] = (
+    Variable(
+        "GROUPSCOPE_DATA_DIR",
+        ".groupscope",
+        "The data directory: the embedded PostgreSQL's cluster (`pg/`), the streaming "
+        "job's default checkpoints (`checkpoints/`) and the demo's work directory "
+        "(`demo/`).",
+    ),
+    Variable(
+        "GROUPSCOPE_DRIVER_MEMORY",
+        "2g",
+        "`spark.driver.memory` of a session the job starts itself (local mode). Under "
+        "`spark-submit` the submit command's `--driver-memory` applies; the docker image's "
+        "entry point passes this variable there.",
+    ),
+    Variable(
+        "GROUPSCOPE_DRIVER_JAVA_OPTIONS",
+        "-XX:+UseParallelGC",
+        "The driver JVM's options in local mode (the executors share that JVM); the "
+        "class-data archive's options are appended. Ignored under `spark-submit`.",
+    ),
+    Variable(
+        "GROUPSCOPE_JVM_ARCHIVE",
+        "the archive `make setup` builds",
+        "The driver JVM's class-data-sharing archive (`spark_jobs/jvm_archive.py`): a "
+        "path, or `off`. A JVM that cannot start with it is started again without.",
+    ),
+    Variable(
+        "GROUPSCOPE_KAFKA_READER",
+        "auto",
+        "The Kafka source's range reader: `auto` (the native reader where it is built), "
+        "`native` (fail if it is not built) or `python` (confluent-kafka's API). Read on "
+        "the driver; the choice travels with each range to the executors.",
+    ),
+    Variable(
+        "GROUPSCOPE_SHUFFLE",
+        "4",
+        "`spark.sql.shuffle.partitions` of a session the job starts itself.",
+    ),
+    Variable(
+        "GROUPSCOPE_SPARK_LOG_LEVEL",
+        "WARN",
+        "The Spark context's log level (`ERROR`, `WARN`, `INFO`, ...).",
+    ),
+    Variable(
+        "GROUPSCOPE_SPARK_MASTER",
+        "local[*]",
+        "The Spark master of a session the job starts itself, and of the docker image's "
+        "`spark-submit`. Ignored when `spark-submit` configured the session.",
+    ),
+    Variable(
+        "GROUPSCOPE_IVY_DIR",
+        "/var/cache/groupscope/ivy",
+        "The docker image's entry point: where `spark-submit` caches Spark's Kafka "
+        "connector, downloaded from Maven Central on the first start.",
+    ),
+    Variable(
+        "GROUPSCOPE_POSTGRES_PORT",
+        "5432",
+        "`docker compose`: the host port of the `postgres` service.",
+    ),
+    Variable(
+        "GROUPSCOPE_TEST_DATABASE_URL",
+        "the embedded PostgreSQL",
+        "Tests: a maintenance database of an external PostgreSQL server to run the store "
+        "tests against (e.g. `postgresql://postgres@localhost/postgres`).",
+        development=True,
+    ),
+    Variable(
+        "GROUPSCOPE_TEST_BOOTSTRAP_SERVERS",
+        "a tansu broker started by the tests",
+        "Tests: a running Kafka-protocol broker to use instead of tansu.",
+        development=True,
+    ),
+    Variable(
+        "GROUPSCOPE_REQUIRE_KAFKA",
+        "unset",
+        "Tests: set (as in CI), the tests marked `real_kafka` fail instead of skipping "
+        "where Apache Kafka (`make kafka`) or Java is missing.",
+        development=True,
+    ),
+    Variable(
+        "GROUPSCOPE_REQUIRE_PROMETHEUS",
+        "unset",
+        "Tests: set (as in CI), the Prometheus tests fail instead of skipping where "
+        "`prometheus` is not installed.",
+        development=True,
+    ),
+    Variable(
+        "GROUPSCOPE_BENCH_CASES",
+        "commits,rebalances,restart,broker",
+        "`python -m benchmarks stream`: the cases to run.",
+        development=True,
+    ),
+    Variable(
+        "GROUPSCOPE_BENCH_RECORDS",
+        "20000000",
+        "`python -m benchmarks stream`: offset commits in the commits and broker cases.",
+        development=True,
+    ),
+    Variable(
+        "GROUPSCOPE_BENCH_FILES",
+        "1000000",
+        "`python -m benchmarks stream`: records per replay file.",
+        development=True,
+    ),
+    Variable(
+        "GROUPSCOPE_BENCH_BACKLOG",
+        "4000000",
+        "`python -m benchmarks stream`: records left behind for the restart case.",
+        development=True,
+    ),
+    Variable(
+        "GROUPSCOPE_BENCH_GROUPS",
+        "10000",
+        "`python -m benchmarks exporter`: consumer groups in the store.",
+        development=True,
+    ),
+    Variable(
+        "GROUPSCOPE_BENCH_DATABASE_URL",
+        "the embedded PostgreSQL",
+        "`python -m benchmarks store` and `exporter`: an external PostgreSQL to measure.",
+        development=True,
+    ),
+)
+
+
+def _files(roots: tuple[str, ...]) -> list[Path]:
+    found: list[Path] = []
+    for name in roots:
+        path = ROOT / name
+        if path.is_file():
+            found.append(path)
+        elif path.is_dir():
+            found.extend(
+                p
+                for p in sorted(path.rglob("*"))
+                if p.is_file()
+                and p.suffix in SUFFIXES
+                and "__pycache__" not in p.parts
+                and not p.is_relative_to(HERE)
+            )
+    return found
+
+
+def mentioned(roots: tuple[str, ...] = PRODUCT + DEVELOPMENT) -> dict[str, list[str]]:
+    """Every GROUPSCOPE_* name in the files under `roots`, with the files (repo-relative)."""
+    where: dict[str, list[str]] = {}
+    for path in _files(roots):
+        text = path.read_text(errors="replace")
+        names = set(NAME.findall(text))
+        names.update(f"GROUPSCOPE_{n}" for n in WORKLOAD_HELPER.findall(text))
+        for name in names:
+            where.setdefault(name, []).append(str(path.relative_to(ROOT)))
+    return dict(sorted(where.items()))
