@@ -57,9 +57,12 @@ demo: setup
 test: setup system-deps kafka lint
 	$(BIN)/python -m pytest
 
+# mypy checks services/ and spark_jobs/ as [tool.mypy] in pyproject.toml says; its cache
+# (.mypy_cache) makes a run after a small change take seconds.
 lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 
 format: setup
 	$(BIN)/ruff check --fix .
@@ -74,4 +77,4 @@ bench: setup
 	$(BIN)/python -m benchmarks
 
 clean:
-	rm -rf $(VENV) .groupscope .pytest_cache
+	rm -rf $(VENV) .groupscope .pytest_cache .mypy_cache

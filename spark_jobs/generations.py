@@ -129,7 +129,9 @@ def time_repair(millis: int | None, field: str, partition: int, offset: int) -> 
     return Repair(partition, offset, field, OUT_OF_RANGE, original_ms=millis)
 
 
-def _flatten(topic_partitions: Iterable[Mapping[str, Any]], topic_key: str = "topic") -> list:
+def _flatten(
+    topic_partitions: Iterable[Mapping[str, Any]], topic_key: str = "topic"
+) -> list[tuple[str, int]]:
     return [(tp[topic_key], p) for tp in topic_partitions for p in tp["partitions"]]
 
 
@@ -141,7 +143,7 @@ def _by_topic(partitions: Iterable[tuple[str, int]]) -> dict[str, list[int]]:
 
 
 def _is_cooperative(protocol: str | None) -> bool:
-    return bool(protocol) and "cooperative" in protocol  # type: ignore[operator]
+    return protocol is not None and "cooperative" in protocol
 
 
 def _owners(assignment: Assignment) -> dict[tuple[str, int], str]:
@@ -331,7 +333,6 @@ class GenerationTracker:
     def _kip848(self, kind: str, key: Mapping[str, Any], value: Any, position: Position) -> None:
         group = key["group_id"]
         state = self.kip848.setdefault(group, Kip848State())
-        member = key.get("member_id")
         if kind == "consumer_group_metadata":
             if value is None:
                 self._deleted(group, position, "consumer")
@@ -343,14 +344,14 @@ class GenerationTracker:
                 state.partition_counts[topic["topic_name"]] = topic["num_partitions"]
         elif kind == "consumer_group_member_metadata":
             if value is None:
-                state.members.pop(member, None)
+                state.members.pop(key["member_id"], None)
             else:
-                state.members[member] = {f: value[f] for f in MEMBER_FIELDS}
+                state.members[key["member_id"]] = {f: value[f] for f in MEMBER_FIELDS}
         elif kind == "consumer_group_target_assignment_member":
             if value is None:
-                state.targets.pop(member, None)
+                state.targets.pop(key["member_id"], None)
             else:
-                state.targets[member] = value["topic_partitions"]
+                state.targets[key["member_id"]] = value["topic_partitions"]
         elif kind == "consumer_group_regular_expression":
             if value is None:
                 state.regexes.pop(key["regular_expression"], None)
@@ -386,7 +387,9 @@ class GenerationTracker:
                     assignment=_by_topic(assigned),
                 )
             )
-        assignors = {m.get("server_assignor") for m in state.members.values()} - {None}
+        assignors = {
+            a for m in state.members.values() if (a := m.get("server_assignor")) is not None
+        }
         assignor = ",".join(sorted(assignors)) or "uniform"
         snapshot = Snapshot(epoch, position, assignment, topics, assignor)
         churn = self._churn(group, snapshot, "consumer")

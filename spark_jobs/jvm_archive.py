@@ -22,6 +22,10 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
 
 ENV = "GROUPSCOPE_JVM_ARCHIVE"
 QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"  # Spark's signed jars are skipped, loudly
@@ -97,15 +101,22 @@ def _train(target: Path) -> None:
             app_name="groupscope-jvm-archive",
             extra_java_options=f"-XX:ArchiveClassesAtExit={target} {QUIET}",
         )
+
+        def reduce_to_arrow(df: DataFrame, _: int) -> None:
+            reduce_batch(df).toArrow()
+
         query = (
             replay(spark, records.parent)
-            .writeStream.foreachBatch(lambda df, _: reduce_batch(df).toArrow())
+            .writeStream.foreachBatch(reduce_to_arrow)
             .option("checkpointLocation", str(Path(tmp) / "checkpoint"))
             .trigger(availableNow=True)
             .start()
         )
         query.awaitTermination()
-        process = spark.sparkContext._gateway.proc
+        gateway = spark.sparkContext._gateway
+        if gateway is None:
+            raise RuntimeError("the Spark session has no JVM gateway")
+        process = gateway.proc
         spark.stop()
         process.stdin.close()  # the JVM exits when its stdin closes, and dumps then
         process.wait(300)

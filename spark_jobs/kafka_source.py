@@ -45,7 +45,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -79,7 +79,7 @@ class TopicUnavailableError(RuntimeError):
     """The topic has no metadata (yet): a broker that restarted without its log, say."""
 
 
-def client_config(options: dict[str, str]) -> dict[str, Any]:
+def client_config(options: Mapping[str, str]) -> dict[str, Any]:
     config = json.loads(options.get("config", "{}"))
     config["bootstrap.servers"] = options["bootstrap.servers"]
     return config
@@ -156,7 +156,7 @@ def _shifted(batches: Iterator[pa.RecordBatch], base: int) -> Iterator[pa.Record
 
 
 class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
-    def __init__(self, options: dict[str, str]) -> None:
+    def __init__(self, options: Mapping[str, str]) -> None:
         self.topic = options["topic"]
         self.config = client_config(options)
         self.reader = options.get("reader", "auto")
@@ -295,7 +295,9 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return ranges
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
-        r: KafkaRange = partition  # type: ignore[assignment]
+        if not isinstance(partition, KafkaRange):  # partitions() makes nothing else
+            raise TypeError(f"not a Kafka range: {partition!r}")
+        r = partition
         batches = read_range(
             r.topic,
             r.partition,

@@ -33,16 +33,15 @@ READERS = ("auto", "native", "python")
 ARROW_ROWS = 65_536
 POLL_MS = 1000
 IDLE_POLLS = 30  # give up on a range after this many empty polls in a row
-SCHEMA = pa.schema(
-    [
-        ("topic", pa.string()),
-        ("partition", pa.int32()),
-        ("offset", pa.int64()),
-        ("timestamp", pa.timestamp("us", tz="UTC")),
-        ("key", pa.binary()),
-        ("value", pa.binary()),
-    ]
-)
+_COLUMNS: list[tuple[str, pa.DataType]] = [
+    ("topic", pa.string()),
+    ("partition", pa.int32()),
+    ("offset", pa.int64()),
+    ("timestamp", pa.timestamp("us", tz="UTC")),
+    ("key", pa.binary()),
+    ("value", pa.binary()),
+]
+SCHEMA = pa.schema(_COLUMNS)
 MILLIS = pa.timestamp("ms", tz="UTC")
 
 
@@ -133,6 +132,8 @@ class PythonReader:
                     break
                 raise RuntimeError(str(error))
             offset = m.offset()
+            if offset is None:  # only error events have none
+                raise RuntimeError(f"a message without an offset from {m.topic()}")
             if offset >= end:
                 done = True
                 break

@@ -28,8 +28,12 @@ def _position(p: Position | None) -> Any:
     return None if p is None else [p.partition, p.offset, p.time.isoformat()]
 
 
-def _load_position(raw: Any) -> Position | None:
-    return None if raw is None else Position(raw[0], raw[1], datetime.fromisoformat(raw[2]))
+def _load_position(raw: Any) -> Position:
+    return Position(raw[0], raw[1], datetime.fromisoformat(raw[2]))
+
+
+def _load_optional_position(raw: Any) -> Position | None:
+    return None if raw is None else _load_position(raw)
 
 
 def _snapshot(s: Snapshot | None) -> Any:
@@ -45,16 +49,15 @@ def _snapshot(s: Snapshot | None) -> Any:
     }
 
 
-def _load_snapshot(raw: Any) -> Snapshot | None:
-    if raw is None:
-        return None
+def _load_snapshot(raw: Any) -> Snapshot:
+    revoking_from = raw["revoking_from"]
     return Snapshot(
         raw["generation"],
-        _load_position(raw["position"]),  # type: ignore[arg-type]
+        _load_position(raw["position"]),
         {m: [tuple(tp) for tp in tps] for m, tps in raw["assignment"].items()},
         {m: tuple(ts) for m, ts in raw["topics"].items()},
         raw["protocol"],
-        _load_snapshot(raw["revoking_from"]),
+        None if revoking_from is None else _load_snapshot(revoking_from),
     )
 
 
@@ -73,7 +76,7 @@ def load(raw: dict[str, Any]) -> GenerationTracker:
     tracker = GenerationTracker({g: _load_snapshot(s) for g, s in raw["last"].items()})
     for group, k in raw["kip848"].items():
         tracker.kip848[group] = Kip848State(
-            **{**k, "epoch_position": _load_position(k["epoch_position"])}
+            **{**k, "epoch_position": _load_optional_position(k["epoch_position"])}
         )
     tracker.topic_names = dict(raw.get("topic_names", {}))  # absent in older files
     return tracker

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from services.assignor.model import (
     AssignmentError,
     Member,
+    RawMember,
     check_partition_counts,
     check_partition_racks,
     to_members,
@@ -30,7 +31,7 @@ ASSIGNORS: tuple[str, ...] = (
 def assign(
     assignor: str,
     partitions_per_topic: Mapping[str, int],
-    members: Sequence[Mapping | Member],
+    members: Sequence[RawMember | Member],
     partition_racks: Mapping[str, Sequence[Sequence[str] | None]] | None = None,
 ) -> dict[str, list[tuple[str, int]]]:
     """Run Kafka's ``assignor`` and return each member's partitions as (topic, partition).
@@ -43,8 +44,7 @@ def assign(
     Raises ``AssignmentError`` for malformed input and ``PartitionAssignorError`` where
     Kafka's server-side assignors raise ``PartitionAssignorException``.
     """
-    if assignor not in ASSIGNORS:
-        raise AssignmentError(f"unknown assignor {assignor!r}; choose from {', '.join(ASSIGNORS)}")
+    check_assignor(assignor)
     counts = check_partition_counts(partitions_per_topic)
     if assignor in ("sticky", "cooperative-sticky"):
         return _sticky(counts, members, partition_racks, assignor == "cooperative-sticky")
@@ -59,9 +59,16 @@ def assign(
     return assign_server_range(counts, group)
 
 
+def check_assignor(name: object) -> str:
+    """``name`` if it names one of ``ASSIGNORS``; else ``AssignmentError``."""
+    if not isinstance(name, str) or name not in ASSIGNORS:
+        raise AssignmentError(f"unknown assignor {name!r}; choose from {', '.join(ASSIGNORS)}")
+    return name
+
+
 def _sticky(
     counts: dict[str, int],
-    members: Sequence[Mapping | Member],
+    members: Sequence[RawMember | Member],
     partition_racks: Mapping[str, Sequence[Sequence[str] | None]] | None,
     cooperative: bool,
 ) -> dict[str, list[tuple[str, int]]]:

@@ -7,13 +7,18 @@ that left (unavoidable).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from services.assignor.minflow import MinCostFlow
-from services.assignor.model import Member, check_partition_counts, to_member
-
-TopicPartition = tuple[str, int]
+from services.assignor.model import (
+    Assignment,
+    Member,
+    RawMember,
+    TopicPartition,
+    check_partition_counts,
+    to_member,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,7 +40,7 @@ class Moves:
         }
 
 
-def _owners(assignment: Mapping[str, Iterable[Sequence]]) -> dict[TopicPartition, str]:
+def _owners(assignment: Mapping[str, Iterable[TopicPartition]]) -> dict[TopicPartition, str]:
     owners: dict[TopicPartition, str] = {}
     for member, partitions in assignment.items():
         for topic, partition in partitions:
@@ -44,7 +49,7 @@ def _owners(assignment: Mapping[str, Iterable[Sequence]]) -> dict[TopicPartition
 
 
 def moves(
-    before: Mapping[str, Iterable[Sequence]], after: Mapping[str, Iterable[Sequence]]
+    before: Mapping[str, Iterable[TopicPartition]], after: Mapping[str, Iterable[TopicPartition]]
 ) -> Moves:
     """Partitions assigned in both ``before`` and ``after`` whose owner changed.
 
@@ -64,15 +69,15 @@ def moves(
     return Moves(surviving, departed)
 
 
-def _as_members(members: Iterable[Mapping | Member | str], topics: list[str]) -> list[Member]:
+def _as_members(members: Iterable[RawMember | Member | str], topics: list[str]) -> list[Member]:
     return [
         Member(id=m, topics=tuple(topics)) if isinstance(m, str) else to_member(m) for m in members
     ]
 
 
 def minimum_moves(
-    before: Mapping[str, Iterable[Sequence]],
-    members: Iterable[Mapping | Member | str],
+    before: Mapping[str, Iterable[TopicPartition]],
+    members: Iterable[RawMember | Member | str],
     partitions_per_topic: Mapping[str, int],
 ) -> Moves:
     """The fewest moves any balanced assignment of ``members`` could make from ``before``.
@@ -132,13 +137,13 @@ def _identical(group: list[Member], wanted: set[str]) -> bool:
 
 
 def _sticky_rebalance(
-    group: list[Member], counts: Mapping[str, int], before: Mapping[str, Iterable[Sequence]]
-) -> dict:
+    group: list[Member], counts: Mapping[str, int], before: Mapping[str, Iterable[TopicPartition]]
+) -> Assignment:
     """Kafka's sticky answer for this group, the members reporting ``before`` as owned."""
     from services.assignor.api import assign
 
     reported = [
-        Member(id=m.id, topics=m.topics, owned=tuple(map(tuple, before.get(m.id, ()))))
+        Member(id=m.id, topics=m.topics, owned=tuple((t, p) for t, p in before.get(m.id, ())))
         for m in group
     ]
     return assign("sticky", counts, reported)

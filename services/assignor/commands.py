@@ -57,7 +57,7 @@ examples:
 """
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     assign = subparsers.add_parser(
         "assign",
         help="run one of Kafka's assignors on a group (JSON in, JSON out)",
@@ -97,6 +97,7 @@ def _read_json() -> Any:
 
 def run_assign(args: argparse.Namespace) -> int:
     from services.assignor import AssignmentError, assign
+    from services.assignor.api import check_assignor
     from services.cli import UsageError
 
     scenario = _read_json()
@@ -104,7 +105,7 @@ def run_assign(args: argparse.Namespace) -> int:
         raise UsageError("the input must be a JSON object")
     try:
         result = assign(
-            scenario.get("assignor"),
+            check_assignor(scenario.get("assignor")),
             scenario.get("partitions_per_topic") or {},
             scenario.get("members") or [],
             scenario.get("partition_racks"),
@@ -135,7 +136,7 @@ def run_whatif(args: argparse.Namespace) -> int:
     return 0
 
 
-def render_table(rows: list[dict]) -> str:
+def render_table(rows: list[dict[str, Any]]) -> str:
     """One row per step: event, members, each assignor's moves, the minimum."""
     if not rows:
         return "no steps\n"

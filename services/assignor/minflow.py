@@ -35,7 +35,7 @@ class MinCostFlow:
             # cost non-negative for the next phase.
             farthest = max(d for d in distance if d != INFINITY)
             for node, d in enumerate(distance):
-                potential[node] += farthest if d == INFINITY else d
+                potential[node] += int(farthest if d == INFINITY else d)  # finite: an int
             pushed = self._blocking_flows(source, sink, potential, limit - flow)
             flow += pushed
             cost += pushed * (potential[sink] - potential[source])

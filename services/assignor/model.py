@@ -9,9 +9,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from operator import itemgetter
+from typing import cast
 
 TopicPartition = tuple[str, int]
 Assignment = dict[str, list[TopicPartition]]
+# A member as given (JSON): ``id``, ``topics``, ``owned``, ``generation``, ... unchecked.
+RawMember = Mapping[str, object]
 
 
 class AssignmentError(ValueError):
@@ -47,16 +50,19 @@ def _topic_partition(value: object, member_id: str) -> TopicPartition:
     return topic, partition
 
 
-def _owned(values: Iterable, member_id: str) -> tuple[TopicPartition, ...]:
+def _owned(values: object, member_id: str) -> tuple[TopicPartition, ...]:
     """Owned partitions as tuples: checked in bulk when well formed, one by one otherwise."""
-    if isinstance(values, (str, bytes, Mapping)):
-        raise AssignmentError(f"member {member_id!r}: owned must be a list of [topic, partition]")
-    items = values if isinstance(values, (list, tuple)) else list(values)
-    if set(map(type, items)) <= {tuple}:
-        pairs = tuple(items)
+    if isinstance(values, (list, tuple)):
+        items: list[object] | tuple[object, ...] = values
+    elif isinstance(values, Iterable) and not isinstance(values, (str, bytes, Mapping)):
+        items = list(values)
     else:
-        try:
-            pairs = tuple(map(tuple, items))
+        raise AssignmentError(f"member {member_id!r}: owned must be a list of [topic, partition]")
+    if set(map(type, items)) <= {tuple}:
+        pairs = cast("tuple[tuple[object, ...], ...]", tuple(items))  # all tuples, just checked
+    else:
+        try:  # an item that is not iterable raises TypeError: then all are checked one by one
+            pairs = tuple(map(tuple, cast("Sequence[Iterable[object]]", items)))
         except TypeError:
             pairs = ()
     if len(pairs) == len(items) and set(map(len, pairs)) <= {2}:
@@ -66,11 +72,11 @@ def _owned(values: Iterable, member_id: str) -> tuple[TopicPartition, ...]:
             and min(partitions, default=0) >= 0
             and set(map(type, map(itemgetter(0), pairs))) <= {str}
         ):
-            return pairs
+            return cast("tuple[TopicPartition, ...]", pairs)  # (str, int >= 0) pairs, checked
     return tuple(_topic_partition(value, member_id) for value in items)
 
 
-def _optional_str(raw: Mapping, key: str, member_id: str) -> str | None:
+def _optional_str(raw: RawMember, key: str, member_id: str) -> str | None:
     value = raw.get(key)
     if value is not None and not isinstance(value, str):
         raise AssignmentError(f"member {member_id!r}: {key} must be a string or null")
@@ -84,7 +90,7 @@ def _checked_owned(values: object, member_id: str) -> tuple[TopicPartition, ...]
     return owned
 
 
-def to_member(raw: Mapping | Member, *, with_owned: bool = True) -> Member:
+def to_member(raw: RawMember | Member, *, with_owned: bool = True) -> Member:
     """Validate one member mapping (``id``, ``topics``, ``owned``, ``generation``, ...).
 
     With ``with_owned=False`` the owned partitions are neither read nor checked and the
@@ -119,7 +125,9 @@ def to_member(raw: Mapping | Member, *, with_owned: bool = True) -> Member:
     )
 
 
-def to_members(raw_members: Iterable[Mapping | Member], *, with_owned: bool = True) -> list[Member]:
+def to_members(
+    raw_members: Iterable[RawMember | Member], *, with_owned: bool = True
+) -> list[Member]:
     """``to_member`` for each member; member ids must be unique."""
     members = [to_member(m, with_owned=with_owned) for m in raw_members]
     seen: set[str] = set()
@@ -130,12 +138,12 @@ def to_members(raw_members: Iterable[Mapping | Member], *, with_owned: bool = Tr
     return members
 
 
-def owned_as_sent(raw: Mapping | Member) -> object:
+def owned_as_sent(raw: RawMember | Member) -> object:
     """A member's owned partitions exactly as given: not copied, not checked."""
     return raw.owned if isinstance(raw, Member) else raw.get("owned")
 
 
-def with_owned(member: Member, raw: Mapping | Member) -> Member:
+def with_owned(member: Member, raw: RawMember | Member) -> Member:
     """``member`` (``to_member(raw, with_owned=False)``) with raw's owned partitions.
 
     They are checked as ``to_member`` checks them and raise the same errors; a ``Member``

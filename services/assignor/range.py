@@ -72,7 +72,7 @@ class _TopicState:
 
 
 def _assign(
-    state: _TopicState, consumer: str, partitions: list[int], assignment: dict[str, list]
+    state: _TopicState, consumer: str, partitions: list[int], assignment: Assignment
 ) -> None:
     assignment[consumer].extend(zip(repeat(state.topic), partitions))
     state.on_assigned(consumer, partitions)
@@ -81,7 +81,7 @@ def _assign(
 def _assign_ranges(
     state: _TopicState,
     may_assign: Callable[[str, int], bool] | None,
-    assignment: dict[str, list],
+    assignment: Assignment,
 ) -> None:
     """``RangeAssignor.assignRanges``; ``may_assign`` None means every partition may go."""
     for consumer in state.consumers:
@@ -97,7 +97,7 @@ def _assign_ranges(
 
 
 def _assign_co_partitioned(
-    consumers: list[str], num_partitions: int, states: list[_TopicState], assignment: dict
+    consumers: list[str], num_partitions: int, states: list[_TopicState], assignment: Assignment
 ) -> None:
     remaining = list(consumers)
     for p in range(num_partitions):
@@ -119,8 +119,8 @@ def _assign_co_partitioned(
                 break
 
 
-def _assign_with_rack_matching(states: list[_TopicState], assignment: dict) -> None:
-    by_consumers: dict[tuple, list[_TopicState]] = defaultdict(list)
+def _assign_with_rack_matching(states: list[_TopicState], assignment: Assignment) -> None:
+    by_consumers: dict[tuple[tuple[str, str | None], ...], list[_TopicState]] = defaultdict(list)
     for s in states:
         by_consumers[s.group_key].append(s)
     for group in by_consumers.values():
@@ -136,7 +136,7 @@ def _assign_with_rack_matching(states: list[_TopicState], assignment: dict) -> N
                 _assign_ranges(co_partitioned[0], co_partitioned[0].racks_match, assignment)
 
 
-def _plain_ranges(topic: str, count: int, consumers: list[str], assignment: dict) -> None:
+def _plain_ranges(topic: str, count: int, consumers: list[str], assignment: Assignment) -> None:
     """Without racks ``assignRanges`` reduces to Kafka's classic arithmetic."""
     per_consumer, extra = divmod(count, len(consumers))
     start = 0
@@ -160,7 +160,7 @@ def assign_range(
             subscribers[t].append(m)
     ordered = partitions_per_topic_order(per_topic, members)
     sorted_subscribers = {t: sorted(subscribers[t], key=lambda m: keys[m.id]) for t in ordered}
-    assignment: dict[str, list] = {m.id: [] for m in members}
+    assignment: Assignment = {m.id: [] for m in members}
     if not any(consumer_rack(m) for m in members):
         for topic in ordered:
             consumers = [m.id for m in sorted_subscribers[topic]]

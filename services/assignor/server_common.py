@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from itertools import repeat
 
 from services.assignor.javaorder import hashmap_order, java_str_key
-from services.assignor.model import AssignmentError, Member, PartitionAssignorError
+from services.assignor.model import Assignment, AssignmentError, Member, PartitionAssignorError
 
 
 def missing_topic(topic: str) -> PartitionAssignorError:
@@ -51,11 +51,11 @@ def current_assignment(
     return result
 
 
-def to_output(members: list[Member], assigned: Mapping[str, Mapping[str, list[int]]]) -> dict:
+def to_output(members: list[Member], assigned: Mapping[str, Mapping[str, list[int]]]) -> Assignment:
     """Each member's partitions as (topic, partition), topics by name, partitions ascending."""
     names = {t for per_topic in assigned.values() for t in per_topic}
     rank = {t: i for i, t in enumerate(sorted_topics(names))}.__getitem__
-    out: dict[str, list[tuple[str, int]]] = {}
+    out: Assignment = {}
     for m in members:
         per_topic = assigned.get(m.id, {})
         out[m.id] = [

@@ -10,11 +10,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from services.assignor.common import member_info_key
-from services.assignor.model import Member, PartitionAssignorError
+from services.assignor.model import Assignment, Member, PartitionAssignorError
 from services.assignor.server_common import to_output
 
 
-def assign_server_range(counts: Mapping[str, int], members: list[Member]) -> dict:
+def assign_server_range(counts: Mapping[str, int], members: list[Member]) -> Assignment:
     if not members:
         return {}
     ordered = sorted(members, key=member_info_key)

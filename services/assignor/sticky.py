@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from services.assignor.model import Assignment, Member, owned_as_sent, with_owned
+from services.assignor.model import Assignment, Member, RawMember, owned_as_sent, with_owned
 from services.assignor.sticky_constrained import ConstrainedBuilder
 from services.assignor.sticky_cooperative import hold_back, transferring
 from services.assignor.sticky_fast import assign_owned_as_sent
@@ -19,7 +19,7 @@ from services.assignor.sticky_input import StickyInput
 
 def _build(prep: StickyInput) -> tuple[list[list[int]], dict[int, int] | None]:
     if prep.all_equal:
-        builder = ConstrainedBuilder(prep)
+        builder: ConstrainedBuilder[int] = ConstrainedBuilder(prep)
         return builder.build(), builder.transferring
     return GeneralBuilder(prep).build(), None
 
@@ -29,7 +29,7 @@ def assign_sticky(
     members: list[Member],
     racks: Mapping[str, Sequence[frozenset[str]]],
     cooperative: bool = False,
-    sent: Sequence[Mapping | Member] | None = None,
+    sent: Sequence[RawMember | Member] | None = None,
 ) -> Assignment:
     """``StickyAssignor`` or, with ``cooperative``, ``CooperativeStickyAssignor``.
 
@@ -43,7 +43,7 @@ def assign_sticky(
         return {}
     prep = StickyInput(counts, members, racks)
     owned = [] if sent is None else list(map(owned_as_sent, sent))
-    if any(owned):  # else nothing to check or attach: a first assignment
+    if sent is not None and any(owned):  # else nothing to check or attach: a first assignment
         fast_path = assign_owned_as_sent if prep.all_equal else assign_kept_general
         fast = fast_path(prep, owned, cooperative)
         if fast is not None:

@@ -11,16 +11,21 @@
 from __future__ import annotations
 
 from itertools import filterfalse
+from typing import Generic, TypeVar
 
-from services.assignor.model import AssignmentError
+from services.assignor.model import AssignmentError, TopicPartition
 from services.assignor.sticky_input import StickyInput
+
+# What a member's list holds: global ids, dealt after the (topic, partition) pairs it
+# keeps where ``sticky_fast`` keeps them as sent.
+Entry = TypeVar("Entry", int, int | TopicPartition)
 
 
 class IllegalStateError(AssignmentError):
     """Kafka's ``IllegalStateException``: the assignment algorithm contradicted itself."""
 
 
-class ConstrainedBuilder:
+class ConstrainedBuilder(Generic[Entry]):
     def __init__(self, prep: StickyInput) -> None:
         self.prep = prep
         n = len(prep.members)
@@ -29,13 +34,13 @@ class ConstrainedBuilder:
         self.max_quota = -(-total // n)
         self.expected_over = total % n
         self.current_over = 0
-        self.assignment: list[list[int]] = [[] for _ in range(n)]
+        self.assignment: list[list[Entry]] = [[] for _ in range(n)]
         self.revoked: dict[int, int] = {}  # maybeRevokedPartitions: partition -> owner
         self.under: list[int] = []
         self.exactly: list[int] = []
         self.transferring: dict[int, int] = {}
 
-    def build(self) -> list[list[int]]:
+    def build(self) -> list[list[Entry]]:
         unassigned = self._assign_owned()
         rank = self.prep.rank.__getitem__
         self.under.sort(key=rank)

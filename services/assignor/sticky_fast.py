@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from itertools import repeat
 from operator import add, itemgetter, mul
+from typing import cast
 
 from services.assignor.model import TopicPartition
 from services.assignor.sticky_constrained import ConstrainedBuilder
@@ -63,7 +64,7 @@ def _in_kafka_order(
     return list(map(by_key.__getitem__, in_order))
 
 
-class KeptPairsBuilder(ConstrainedBuilder):
+class KeptPairsBuilder(ConstrainedBuilder[int | TopicPartition]):
     """``ConstrainedBuilder`` (Kafka's ``ConstrainedAssignmentBuilder``) on owned partitions
     read by ``sticky_owned.read_owned``: the same quotas, order and round robin.
 
@@ -86,7 +87,8 @@ class KeptPairsBuilder(ConstrainedBuilder):
         for i in self.prep.order:
             pairs = self.owned[i]
             keep = self.kept[i] = self._quota(i, len(pairs))
-            self.assignment[i] = pairs[:keep]  # type: ignore[assignment]
+            # The kept pairs start the member's list; the ids dealt to it are appended.
+            self.assignment[i] = cast("list[int | TopicPartition]", pairs[:keep])
             for topic, p in pairs[keep:]:
                 t = index[topic]
                 claimed[t][p] = 0
@@ -125,10 +127,11 @@ def assign_owned_as_sent(
     if sum(map(len, owned)) != claims(claimed):
         return None  # a partition claimed twice: the general path arbitrates
     builder = KeptPairsBuilder(prep, owned, claimed)
-    assignment: list[list] = builder.build()
+    assignment = builder.build()
     pair_of = builder.pairs_of.__getitem__
     moving = builder.transferring if cooperative else {}
     for dealt, keep in zip(assignment, builder.kept, strict=True):
         if len(dealt) > keep:
-            dealt[keep:] = [pair_of(g) for g in dealt[keep:] if g not in moving]
-    return assignment
+            ids = cast("list[int]", dealt[keep:])  # after the kept pairs: the dealt ids
+            dealt[keep:] = [pair_of(g) for g in ids if g not in moving]
+    return cast("list[list[TopicPartition]]", assignment)  # every dealt id now a pair

@@ -30,7 +30,8 @@ class GeneralBuilder(Reassignments):
         self.subscribed = subscriptions.subscribed
         self.potential = subscriptions.potential
         self.max_size = subscriptions.max_size
-        self.current: list[list[int] | None] = [list(owned) for owned in prep.owned]
+        self.current: list[list[int]] = [list(owned) for owned in prep.owned]
+        self.fixed: set[int] = set()
         self.owner = [-1] * prep.total
         for i in prep.order:
             for g in self.current[i]:
@@ -140,13 +141,14 @@ class GeneralBuilder(Reassignments):
             topic_of = self.topic_of
             self.sorted_all = [g for g in self.sorted_all if topic_of[g] not in fixed_topics]
             unassigned = [g for g in unassigned if topic_of[g] not in fixed_topics]
-        fixed: dict[int, list[int]] = {}
+        # Kafka takes the fixed members out of currentAssignment for the moves; here they
+        # keep their lists, which no move touches, and are left out of the balance scores.
+        fixed = self.fixed = set()
         for i in self.prep.order:
             if not self._can_participate(i):
                 self.sorted.remove(i)
-                fixed[i] = self.current[i]
-                self.current[i] = None
-        before = [None if c is None else list(c) for c in self.current]
+                fixed.add(i)
+        before = [c if i in fixed else list(c) for i, c in enumerate(self.current)]
         owners_before = list(self.owner)
         if not self.revocation_required:
             self._perform_reassignments(unassigned, prev)
@@ -154,12 +156,10 @@ class GeneralBuilder(Reassignments):
         if (
             not initializing
             and performed
-            and self._balance_score(self.current) >= self._balance_score(before)
+            and self._balance_score(self.current, fixed) >= self._balance_score(before, fixed)
         ):
             self.current = before
             self.owner = owners_before
-        for i, partitions in fixed.items():
-            self.current[i] = partitions
 
     def _can_participate(self, member: int) -> bool:
         size = len(self.current[member])
@@ -169,8 +169,8 @@ class GeneralBuilder(Reassignments):
         return any(len(potential[topic_of[g]]) >= 2 for g in self.current[member])
 
     @staticmethod
-    def _balance_score(assignment: list[list[int] | None]) -> int:
-        """Sum of |a - b| over all pairs of members' assignment sizes."""
-        sizes = sorted(len(c) for c in assignment if c is not None)
+    def _balance_score(assignment: list[list[int]], fixed: set[int]) -> int:
+        """Sum of |a - b| over all pairs of sizes of the assignments not ``fixed``."""
+        sizes = sorted(len(c) for i, c in enumerate(assignment) if i not in fixed)
         n = len(sizes)
         return sum(s * (2 * k - n + 1) for k, s in enumerate(sizes))

@@ -31,6 +31,7 @@ from services.assignor.sticky_general import GeneralBuilder
 from services.assignor.sticky_input import StickyInput
 from services.assignor.sticky_owned import (
     NotPlain,
+    SentOwned,
     claims,
     free_partitions,
     read_owned,
@@ -171,7 +172,7 @@ class KeptPairsGeneralBuilder(GeneralBuilder):
 
 def _kept(
     prep: StickyInput,
-    lists: list[list | tuple],
+    lists: list[SentOwned],
     claimed: list[bytearray],
     dropped: list[list[tuple[int, int]]],
 ) -> list[list[TopicPartition]]:
@@ -182,6 +183,7 @@ def _kept(
     """
     index = prep.topic_index
     subscribed: dict[tuple[str, ...], bytearray | None] = {}
+    marks: bytearray | None
     kept: list[list[TopicPartition]] = []
     for member, (pairs, tix, partitions) in zip(
         prep.members, read_owned(prep, lists, claimed), strict=True

@@ -28,7 +28,8 @@ class Reassignments:
     subscribed: list[bytearray]
     potential: list[list[int]]
     max_size: list[int]
-    current: list[list[int] | None]
+    current: list[list[int]]
+    fixed: set[int]  # members that cannot take part in moves (Kafka's fixedAssignments)
     owner: list[int]
     sizes: list[int]
     sorted: SortedMembers
@@ -68,7 +69,7 @@ class Reassignments:
         Between two moves nothing changes, so ``isBalanced`` is asked again only after a
         move, and the partitions in between, which would not move, are skipped at once.
         """
-        sizes, current, owner = self.sizes, self.current, self.owner
+        sizes, fixed, owner = self.sizes, self.fixed, self.owner
         performed = False
         modified = True
         while modified:
@@ -81,7 +82,7 @@ class Reassignments:
                 g = partitions[position]
                 position += 1
                 previous = prev.get(g)
-                if previous is not None and current[previous[0]] is None:
+                if previous is not None and previous[0] in fixed:
                     raise self._fixed_previous_owner(g, previous[0])
                 if previous is not None and sizes[owner[g]] > sizes[previous[0]] + 1:
                     self._reassign(g, previous[0])
@@ -101,7 +102,7 @@ class Reassignments:
         for a lighter subscriber on the partition's racks, but either way it hands the
         partition to the least loaded subscriber.)
         """
-        sizes, owner, topic_of, current = self.sizes, self.owner, self.topic_of, self.current
+        sizes, owner, topic_of, fixed = self.sizes, self.owner, self.topic_of, self.fixed
         limit = self._move_limits()
         if not prev:
             rest = islice(partitions, start, None)
@@ -115,8 +116,7 @@ class Reassignments:
             size = sizes[owner[g]]
             previous = prev.get(g)
             if size > limit[topic_of[g]] or (
-                previous is not None
-                and (current[previous[0]] is None or size > sizes[previous[0]] + 1)
+                previous is not None and (previous[0] in fixed or size > sizes[previous[0]] + 1)
             ):
                 return position
         return len(partitions)

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from itertools import chain, compress
 from operator import itemgetter
+from typing import cast
 
 from services.assignor.model import TopicPartition
 from services.assignor.sticky_input import StickyInput
@@ -24,6 +25,9 @@ _FREE = bytes.maketrans(b"\x00\x01", b"\x01\x00")
 _FEW_FREE = 8  # up to this many free partitions in a topic are found by search
 _CHUNK = 4096  # owned pairs checked at a time
 
+# One member's owned entries as sent: unchecked, (topic, partition) pairs if plain.
+SentOwned = list[object] | tuple[object, ...]
+
 # One member's owned pairs, with each pair's topic index and partition.
 OwnedSlice = tuple[list[TopicPartition], list[int], list[int]]
 
@@ -32,9 +36,9 @@ class NotPlain(Exception):
     """The owned partitions need the general path's one-by-one checks."""
 
 
-def sent_lists(sent: Sequence[object]) -> list[list | tuple]:
+def sent_lists(sent: Sequence[object]) -> list[SentOwned]:
     """Each member's owned entries as sent (None for none); raises ``NotPlain`` for others."""
-    lists: list[list | tuple] = []
+    lists: list[SentOwned] = []
     for values in sent:
         if values is None:
             values = []
@@ -45,23 +49,25 @@ def sent_lists(sent: Sequence[object]) -> list[list | tuple]:
 
 
 def _read_chunk(
-    chunk: list[list | tuple], prep: StickyInput, claimed: list[bytearray]
+    chunk: list[SentOwned], prep: StickyInput, claimed: list[bytearray]
 ) -> Iterator[OwnedSlice]:
     """Some members' owned pairs, checked and marked in ``claimed`` together.
 
     The members' pairs are checked a few thousand at a time, so that they are still in
     the CPU's cache from one pass to the next.
     """
-    values = list(chain.from_iterable(chunk))
-    if not values:
+    entries = list(chain.from_iterable(chunk))
+    if not entries:
         for _ in chunk:
             yield [], [], []
         return
-    kinds = set(map(type, values))
-    if kinds != {tuple}:
-        if not kinds <= {tuple, list}:
-            raise NotPlain
-        values = list(map(tuple, values))
+    kinds = set(map(type, entries))
+    if kinds == {tuple}:
+        values = cast("list[tuple[object, ...]]", entries)
+    elif kinds <= {tuple, list}:
+        values = list(map(tuple, cast("list[Sequence[object]]", entries)))
+    else:
+        raise NotPlain
     if set(map(len, values)) != {2}:
         raise NotPlain
     partitions = list(map(_PARTITION, values))
@@ -77,14 +83,15 @@ def _read_chunk(
             claimed[t][p] = 1
     except (KeyError, IndexError):
         raise NotPlain from None
+    pairs = cast("list[TopicPartition]", values)  # (str, int >= 0) pairs: checked above
     end = 0
     for member in chunk:
         start, end = end, end + len(member)
-        yield values[start:end], tix[start:end], partitions[start:end]
+        yield pairs[start:end], tix[start:end], partitions[start:end]
 
 
 def read_owned(
-    prep: StickyInput, lists: list[list | tuple], claimed: list[bytearray]
+    prep: StickyInput, lists: list[SentOwned], claimed: list[bytearray]
 ) -> Iterator[OwnedSlice]:
     """Each member's owned pairs in input order, marked in ``claimed`` (one per topic).
 

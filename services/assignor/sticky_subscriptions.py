@@ -49,8 +49,8 @@ class Subscriptions:
                 if len(ks) == 1:
                     subscribers = members[ks[0]]
                 else:
-                    ids = chain.from_iterable(members[k] for k in ks)
-                    subscribers = sorted(ids, key=position.__getitem__)
+                    merged = chain.from_iterable(members[k] for k in ks)
+                    subscribers = sorted(merged, key=position.__getitem__)
                 marks = bytearray(n)
                 for i in subscribers:
                     marks[i] = 1

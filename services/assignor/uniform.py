@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from services.assignor.model import Member
+from services.assignor.model import Assignment, Member
 from services.assignor.server_common import member_order, to_output
 from services.assignor.uniform_heterogeneous import HeterogeneousBuilder
 from services.assignor.uniform_homogeneous import assign_homogeneous
@@ -22,7 +22,7 @@ def assign_uniform(
     counts: Mapping[str, int],
     members: list[Member],
     racks: Mapping[str, Sequence[frozenset[str]]],
-) -> dict:
+) -> Assignment:
     """``UniformAssignor.assign``; ``racks`` is accepted for the common signature only."""
     del racks
     if not members:

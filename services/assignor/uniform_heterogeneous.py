@@ -97,7 +97,7 @@ class HeterogeneousBuilder:
             by_name, key=lambda t: (-(counts[t] / len(subscribers[t])), len(subscribers[t]))
         )
 
-    def build(self) -> dict:
+    def build(self) -> dict[str, dict[str, list[int]]]:
         if not self.subscribers:
             return {}
         old = current_assignment(self.members, self.counts)

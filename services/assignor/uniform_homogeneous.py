@@ -15,7 +15,9 @@ from services.assignor.model import Member, PartitionAssignorError
 from services.assignor.server_common import current_assignment, missing_topic, sorted_topics
 
 
-def assign_homogeneous(counts: Mapping[str, int], members: list[Member]) -> dict:
+def assign_homogeneous(
+    counts: Mapping[str, int], members: list[Member]
+) -> dict[str, dict[str, list[int]]]:
     """``UniformHomogeneousAssignmentBuilder.build``; ``members`` in HashMap order.
 
     Unassigned partitions are those no member owns, topics in topic-id order (here: by

@@ -15,13 +15,20 @@ from typing import Any
 
 from services.assignor.api import ASSIGNORS, assign
 from services.assignor.churn import Moves, minimum_moves, moves
-from services.assignor.model import AssignmentError, check_partition_counts, to_member
+from services.assignor.model import (
+    Assignment,
+    AssignmentError,
+    RawMember,
+    TopicPartition,
+    check_partition_counts,
+    to_member,
+)
 
 DEFAULT_ASSIGNORS: tuple[str, ...] = ("range", "roundrobin", "sticky", "cooperative-sticky")
 EVENTS = ("join", "leave", "crash", "subscribe", "partitions")
 
 
-def _profile(raw: Mapping) -> dict[str, Any]:
+def _profile(raw: RawMember) -> dict[str, Any]:
     m = to_member(raw)
     return {
         "id": m.id,
@@ -32,7 +39,7 @@ def _profile(raw: Mapping) -> dict[str, Any]:
 
 
 class _Group:
-    def __init__(self, scenario: Mapping) -> None:
+    def __init__(self, scenario: Mapping[str, Any]) -> None:
         if not isinstance(scenario, Mapping):
             raise AssignmentError("the scenario must be a JSON object")
         self.counts = check_partition_counts(scenario.get("partitions_per_topic") or {})
@@ -83,7 +90,9 @@ class _Group:
             return self._subscribe(value)
         return self._partitions(value)
 
-    def run(self, assignor: str, current: Mapping[str, list], generation: int) -> dict:
+    def run(
+        self, assignor: str, current: Mapping[str, list[TopicPartition]], generation: int
+    ) -> Assignment:
         members = [
             {**p, "owned": current.get(mid, []), "generation": generation}
             for mid, p in self.members.items()
@@ -94,11 +103,13 @@ class _Group:
 MAX_COOPERATIVE_ROUNDS = 10
 
 
-def _revokes(before: Mapping[str, list], after: Mapping[str, list]) -> bool:
+def _revokes(
+    before: Mapping[str, list[TopicPartition]], after: Mapping[str, list[TopicPartition]]
+) -> bool:
     return any(not set(parts) <= set(after.get(m, ())) for m, parts in before.items() if m in after)
 
 
-def _rebalance(group: _Group, assignor: str, current: dict, generation: int) -> dict:
+def _rebalance(group: _Group, assignor: str, current: Assignment, generation: int) -> Assignment:
     """One rebalance episode. Under cooperative-sticky a round that revokes partitions makes
     the members rejoin at once, as Kafka's consumers do, until a round revokes nothing."""
     result = group.run(assignor, current, generation)
@@ -111,7 +122,9 @@ def _rebalance(group: _Group, assignor: str, current: dict, generation: int) -> 
     return result
 
 
-def replay(scenario: Mapping, assignors: Sequence[str] | None = None) -> list[dict[str, Any]]:
+def replay(
+    scenario: Mapping[str, Any], assignors: Sequence[str] | None = None
+) -> list[dict[str, Any]]:
     """One row per step: the event, group size, each assignor's moves and the minimum."""
     chosen = list(assignors or scenario.get("assignors") or DEFAULT_ASSIGNORS)
     unknown = [a for a in chosen if a not in ASSIGNORS]

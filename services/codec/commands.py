@@ -40,7 +40,7 @@ examples:
 """
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     decode = subparsers.add_parser(
         "decode",
         help="decode __consumer_offsets records (JSON Lines in, JSON Lines out)",

@@ -348,7 +348,8 @@ class _Compiler:
     def compile(self, checked: bool) -> Decoder:
         code = compile(self.source(checked), f"<{self.message.name} v{self.version}>", "exec")
         exec(code, self.namespace)
-        return self.namespace["_decode"]
+        decode: Decoder = self.namespace["_decode"]
+        return decode
 
 
 def compile_decoder(message: Message, version: int, checked: bool = False) -> Decoder:

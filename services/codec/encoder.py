@@ -137,7 +137,7 @@ class _PlanBuilder:
                 f.is_struct and not f.is_array,
             )
             for f in fields
-            if f.tagged_in(v)
+            if f.tag is not None and f.tagged_in(v)
         )
         flexible = self.flexible
 
@@ -151,7 +151,11 @@ class _PlanBuilder:
         return write_struct
 
 
-def _write_tagged(out: bytearray, value: dict[str, Any], tagged: tuple) -> None:
+# One tagged field: (tag, name, writer, default, is_struct).
+_Tagged = tuple[int, str, Writer, Any, bool]
+
+
+def _write_tagged(out: bytearray, value: dict[str, Any], tagged: tuple[_Tagged, ...]) -> None:
     entries: dict[int, bytes] = {}
     for tag, name, write, default, is_struct in tagged:
         field_value = value.get(name, default)

@@ -10,7 +10,7 @@ as `unknown` records with their bytes, as Kafka's loader skips them
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -22,6 +22,7 @@ from services.codec.encoder import encode_message
 from services.codec.errors import DecodeError, EncodeError
 from services.codec.schema import Message
 
+_accelerated: Callable[[bytes], dict[str, Any] | None] | None
 try:  # the optional C accelerator (services/codec/_speedups.c), built by `pip install`
     from services.codec._speedups import decode_group_metadata_value as _accelerated
 except ImportError:  # not built: the pure-Python decoders do everything
@@ -242,23 +243,24 @@ def decode_record(key: bytes, value: bytes | None) -> Record:
     """
     # Fast path for well-formed records of known types; anything else (tombstones,
     # unknown types or versions, errors, fallbacks) takes the full path below.
-    try:
-        type_id = key[0] << 8 | key[1]
-        version = value[0] << 8 | value[1]  # type: ignore[index]
-        key_fields, end = _FAST_KEYS[type_id](key, 2)
-        if end == len(key):
-            value_fields, end = _FAST_VALUES[type_id, version](value, 2)
-            if end == len(value):  # type: ignore[arg-type]
-                return {
-                    "record_type": _NAMES[type_id],
-                    "key_version": type_id,
-                    "value_version": version,
-                    "tombstone": False,
-                    "key": key_fields,
-                    "value": value_fields,
-                }
-    except Exception:
-        pass
+    if value is not None:
+        try:
+            type_id = key[0] << 8 | key[1]
+            version = value[0] << 8 | value[1]
+            key_fields, end = _FAST_KEYS[type_id](key, 2)
+            if end == len(key):
+                value_fields, end = _FAST_VALUES[type_id, version](value, 2)
+                if end == len(value):
+                    return {
+                        "record_type": _NAMES[type_id],
+                        "key_version": type_id,
+                        "value_version": version,
+                        "tombstone": False,
+                        "key": key_fields,
+                        "value": value_fields,
+                    }
+        except Exception:
+            pass
     return _decode_record_full(key, value)
 
 
@@ -355,7 +357,8 @@ def _fallback(rt: RecordType, version: int, value: bytes, error: DecodeError) ->
 def _version_of(value: bytes | None) -> int | None:
     if value is None or len(value) < 2:
         return None
-    return _INT16.unpack_from(value)[0]
+    version: int = _INT16.unpack_from(value)[0]
+    return version
 
 
 def encode_key(record_type: str | int, key: dict[str, Any]) -> bytes:
@@ -392,8 +395,8 @@ def encode_record(record: Record) -> tuple[bytes, bytes | None]:
 
 
 def _record_type(record_type: str | int) -> RecordType:
-    type_id = RECORD_TYPE_IDS.get(record_type, record_type)  # type: ignore[arg-type]
-    rt = RECORD_TYPES.get(type_id)  # type: ignore[arg-type]
+    type_id = RECORD_TYPE_IDS.get(record_type) if isinstance(record_type, str) else record_type
+    rt = None if type_id is None else RECORD_TYPES.get(type_id)
     if rt is None:
         raise EncodeError(f"unknown record type {record_type!r}")
     return rt

@@ -85,7 +85,7 @@ class BoundedHTTPServer(HTTPServer):
                     elif key.fileobj is self._wake_r:
                         self._wake_r.recv(64)
                     else:
-                        self._dispatch(selector, key.fileobj)  # type: ignore[arg-type]
+                        self._dispatch(selector, key.data)
                 self._expire(selector)
         finally:
             for conn in list(self._idle):
@@ -125,7 +125,7 @@ class BoundedHTTPServer(HTTPServer):
                 continue
             with self._lock:
                 self._idle[conn] = (client, time.monotonic() + self.request_timeout)
-            selector.register(conn, selectors.EVENT_READ)
+            selector.register(conn, selectors.EVENT_READ, conn)  # data: the socket itself
 
     def _dispatch(self, selector: selectors.BaseSelector, conn: socket.socket) -> None:
         selector.unregister(conn)

@@ -13,12 +13,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 import numpy as np
 import psycopg
 from sqlalchemy import Engine
 from sqlalchemy.exc import DBAPIError
 
+from services.store.database import psycopg_connection
 from services.store.errors import SchemaOutdatedError, StoreUnavailableError, first_line
 
 GROUPS = """
@@ -220,7 +222,7 @@ def read_snapshot(
     """
     try:
         with engine.connect() as conn:
-            raw = conn.connection.driver_connection
+            raw = psycopg_connection(conn)
             with raw.transaction(), raw.cursor() as cur:
                 cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
                 if schema is not None:
@@ -246,7 +248,7 @@ def read_snapshot(
 def _require_revision(cur: psycopg.Cursor, schema: str) -> None:
     """Raise `SchemaOutdatedError` unless the database is at revision `schema`."""
     cur.execute("SELECT to_regclass('alembic_version') IS NOT NULL")
-    (versioned,) = cur.fetchone()
+    (versioned,) = _one_row(cur)
     current = None
     if versioned:
         cur.execute("SELECT version_num FROM alembic_version")
@@ -259,6 +261,14 @@ def _require_revision(cur: psycopg.Cursor, schema: str) -> None:
         )
 
 
+def _one_row(cur: psycopg.Cursor) -> tuple[Any, ...]:
+    """The row of a query that always returns one (a scalar, an aggregate)."""
+    row = cur.fetchone()
+    if row is None:
+        raise StoreUnavailableError("the history store could not be read: a query had no row")
+    return row
+
+
 def _read_offsets(cur: psycopg.Cursor) -> Offsets:
     """The live committed offsets as arrays (see LIVE_OFFSETS)."""
     cur.execute(OFFSET_PAIRS)
@@ -266,7 +276,7 @@ def _read_offsets(cur: psycopg.Cursor) -> Offsets:
     if not pairs:
         return Offsets()
     cur.execute(LIVE_OFFSETS, binary=True)
-    pair, partition, committed = cur.fetchone()
+    pair, partition, committed = _one_row(cur)
     groups: dict[str, int] = {}
     topics: dict[str, int] = {}
     pair_group = np.fromiter((groups.setdefault(g, len(groups)) for g, _ in pairs), np.int64)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import SupportsInt
 
 from sqlalchemy import Connection, text
 
@@ -206,7 +207,7 @@ def _timeline_entry(row) -> TimelineEntry:
     )
 
 
-def _int_or_none(value: object) -> int | None:
+def _int_or_none(value: SupportsInt | None) -> int | None:
     return None if value is None else int(value)
 
 

@@ -95,12 +95,12 @@ def timeline_json(group: str, entries: Sequence[TimelineEntry]) -> dict:
 
 
 def timeline_text(group: str, entries: Sequence[TimelineEntry]) -> str:
-    rebalanced = [e for e in entries if e.moves is not None]
-    excess = sum(e.moves.excess or 0 for e in rebalanced)
+    rebalanced = [e.moves for e in entries if e.moves is not None]
+    excess = sum(m.excess or 0 for m in rebalanced)
     summary = (
         f"group {printable(group)}: {len(entries)} generations from {iso(entries[0].time)} "
         f"to {iso(entries[-1].time)}; {len(rebalanced)} rebalances, "
-        f"{sum(e.moves.actual for e in rebalanced)} partition moves "
+        f"{sum(m.actual for m in rebalanced)} partition moves "
         f"({excess} more than the sticky baseline)"
     )
     rows = [

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime, timedelta
+from typing import overload
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86_400, "w": 604_800}
 _PART = re.compile(r"(\d+(?:\.\d+)?)([smhdw])")
@@ -47,6 +48,14 @@ def parse_time(text: str, *, now: datetime | None = None) -> datetime:
             "hours ago)"
         ) from None
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+@overload
+def iso(moment: datetime) -> str: ...
+
+
+@overload
+def iso(moment: None) -> None: ...
 
 
 def iso(moment: datetime | None) -> str | None:

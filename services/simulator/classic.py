@@ -103,7 +103,9 @@ class ClassicGroup(SimGroup):
     def transition(self, state: str) -> None:
         if self.state not in VALID_PREVIOUS_STATES[state]:
             raise IllegalStateTransition(f"{self.name}: {self.state} -> {state}")
-        self.event("state", **{"from": self.state, "to": state, "generation": self.generation})
+        self.event(
+            "state", None, **{"from": self.state, "to": state, "generation": self.generation}
+        )
         self.state = state
         self.state_timestamp = self.scheduler.now
 
@@ -379,6 +381,6 @@ class ClassicGroup(SimGroup):
     def empty(self) -> bool:
         return self.state == EMPTY
 
-    def group_tombstones(self) -> list[tuple[bytes, None]]:
+    def group_tombstones(self) -> list[tuple[bytes, bytes | None]]:
         self.transition(DEAD)
         return [group_tombstone(self.name)]

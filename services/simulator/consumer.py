@@ -309,7 +309,7 @@ class ConsumerGroup(SimGroup):
     def empty(self) -> bool:
         return not self.members
 
-    def group_tombstones(self) -> list[tuple[bytes, None]]:
+    def group_tombstones(self) -> Records:
         """`ConsumerGroup.createGroupTombstoneRecords` of an empty group: types 6, 4, 3."""
         return [
             consumer_group_target_epoch(self.name, None),

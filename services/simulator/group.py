@@ -159,7 +159,7 @@ class SimGroup:
             return
         slot = self.slots.get(action.slot)
         member = None if slot is None else slot.member
-        if member is None or not member.in_group or not member.alive:
+        if slot is None or member is None or not member.in_group or not member.alive:
             return
         if kind == "leave":
             self.event("leave", member)
@@ -305,5 +305,5 @@ class SimGroup:
     def empty(self) -> bool:
         raise NotImplementedError
 
-    def group_tombstones(self) -> list[tuple[bytes, None]]:
+    def group_tombstones(self) -> list[tuple[bytes, bytes | None]]:
         raise NotImplementedError

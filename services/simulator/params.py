@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import builtins
 import math
 from collections.abc import Mapping
+from typing import overload
 
 from services.durations import duration_ms
 
@@ -81,9 +83,16 @@ class Params:
             raise ParamError(f"{key} must be one of {', '.join(choices)}, got {value!r}")
         return value
 
-    def duration(self, key: str, default: int | None) -> int | None:
+    # Below, `str` and `int` would name the methods above: the types are spelled builtins.*.
+    @overload
+    def duration(self, key: builtins.str, default: builtins.int) -> builtins.int: ...
+
+    @overload
+    def duration(self, key: builtins.str, default: None) -> builtins.int | None: ...
+
+    def duration(self, key: builtins.str, default: builtins.int | None) -> builtins.int | None:
         raw = self._raw(key)
         return default if raw is None else parse_duration(raw)
 
-    def unused(self) -> list[str]:
+    def unused(self) -> list[builtins.str]:
         return sorted(set(self.values) - self.used)

@@ -82,7 +82,7 @@ class OffsetCommitEncoder:
         pack, raw = self.value_packer(metadata)
         return pack(OFFSET_COMMIT_VERSION, offset, leader_epoch, len(raw), raw, timestamp)
 
-    def tombstone(self, topic: str, partition: int) -> Bytes:
+    def tombstone(self, topic: str, partition: int) -> tuple[bytes, None]:
         return self.key(topic, partition), None
 
 

@@ -128,10 +128,11 @@ def read_replay(root: str | os.PathLike) -> list[dict]:
     rows: list[dict] = []
     for path in sorted((Path(root) / "records").glob("part-*")):
         if path.suffix == ".parquet":
+            import pyarrow as pa
             import pyarrow.parquet as pq
 
             table = pq.read_table(path)
-            ts = table.column("timestamp").cast("int64").to_pylist()
+            ts = table.column("timestamp").cast(pa.int64()).to_pylist()
             for row, t in zip(table.to_pylist(), ts, strict=True):
                 rows.append({**row, "timestamp": t})
         else:

@@ -45,7 +45,7 @@ An unknown NAME lists the sources the store knows, with their last report.
 """
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     db = subparsers.add_parser(
         "db",
         help="manage the history store's database",

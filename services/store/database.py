@@ -12,7 +12,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, make_url, text
+import psycopg
+from sqlalchemy import Connection, Engine, create_engine, make_url, text
 from sqlalchemy.exc import DBAPIError
 
 from services.store.embedded import EmbeddedPostgres, data_dir
@@ -43,6 +44,14 @@ def create_store_engine(url: str, **options: Any) -> Engine:
     `options` go to `sqlalchemy.create_engine` (pool sizes, echo, ...).
     """
     return create_engine(sqlalchemy_url(url), pool_pre_ping=True, **options)
+
+
+def psycopg_connection(conn: Connection) -> psycopg.Connection[tuple[Any, ...]]:
+    """The psycopg connection under `conn`, for COPY and server-side work."""
+    raw = conn.connection.driver_connection
+    if not isinstance(raw, psycopg.Connection):  # create_store_engine's driver is psycopg
+        raise TypeError(f"the store talks through psycopg 3, not {type(raw).__name__}")
+    return raw
 
 
 def check_server(engine: Engine) -> None:

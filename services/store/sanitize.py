@@ -206,4 +206,4 @@ def decode_failure(f: DecodeFailure, out: list[Repair]) -> DecodeFailure:
     if not needs_repair(f.reason) and not needs_repair(f.category):
         return f
     r = Repairs(out, f.source_partition, f.source_offset)
-    return replace(f, reason=r.text(f.reason, "reason"), category=r.text(f.category, "category"))
+    return replace(f, reason=r.string(f.reason, "reason"), category=r.text(f.category, "category"))

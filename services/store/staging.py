@@ -36,7 +36,7 @@ class CopyTable:
         columns = ", ".join(f"{name} {pgtype}" for name, pgtype in self.columns)
         cursor.execute(f"CREATE TEMP TABLE {self.name} ({columns}) ON COMMIT DROP")
 
-    def copy(self, cursor: psycopg.Cursor, rows: Iterable[tuple]) -> None:
+    def copy(self, cursor: psycopg.Cursor, rows: Iterable[tuple[object, ...]]) -> None:
         names = ", ".join(name for name, _ in self.columns)
         form = "BINARY" if self.binary else "TEXT"
         with cursor.copy(f"COPY {self.name} ({names}) FROM STDIN (FORMAT {form})") as copy:

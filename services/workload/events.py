@@ -56,8 +56,10 @@ class EventPump(threading.Thread):
             with self.lock:
                 conns = list(self._watched)
             if conns:
-                for conn in wait(conns, timeout=TICK_S):
-                    self._read(conn)  # type: ignore[arg-type]
+                ready = wait(conns, timeout=TICK_S)
+                for conn in conns:
+                    if conn in ready:
+                        self._read(conn)
             else:
                 self._halt.wait(TICK_S)
             try:

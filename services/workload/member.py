@@ -124,8 +124,8 @@ class _Member:
         last_commit = last_report = time.monotonic()
         while not self.stopping and os.getppid() == parent:
             for message in consumer.consume(100, POLL_S):
-                if message.error():
-                    self.report("error", message.error().str())
+                if error := message.error():
+                    self.report("error", error.str())
                 else:
                     consumed += 1
             now = time.monotonic()

@@ -106,6 +106,21 @@ def test_assign_command_rejects_bad_input(monkeypatch, capsys, stdin, reason):
     assert reason in err and err.count("\n") == 1
 
 
+@pytest.mark.parametrize("assignor", ["range", "roundrobin", "sticky", "cooperative-sticky"])
+@pytest.mark.parametrize("owned", [5, 2.5, True])
+def test_assign_command_rejects_owned_that_is_not_a_list(monkeypatch, capsys, assignor, owned):
+    """A scalar as ``owned`` was iterated, and the command ended in a traceback."""
+    scenario = {
+        "assignor": assignor,
+        "partitions_per_topic": {"t": 3},
+        "members": [{"id": "a", "topics": ["t"], "owned": owned}],
+    }
+    code, out, err = run_cli(monkeypatch, capsys, ["assign"], json.dumps(scenario))
+    assert code == 2 and out == ""
+    assert err.endswith("member 'a': owned must be a list of [topic, partition]\n")
+    assert err.count("\n") == 1
+
+
 WHATIF = {
     "partitions_per_topic": {"orders": 12},
     "members": [{"id": f"c{i}", "topics": ["orders"]} for i in range(3)],

@@ -49,7 +49,7 @@ class LiteralBuilder(GeneralBuilder):
         return True
 
     def _perform_reassignments(self, partitions, prev) -> bool:
-        sizes, current = self.sizes, self.current
+        sizes, fixed = self.sizes, self.fixed
         performed = False
         modified = True
         while modified:
@@ -60,7 +60,7 @@ class LiteralBuilder(GeneralBuilder):
                 t = self.topic_of[g]
                 member = self.owner[g]
                 previous = prev.get(g)
-                if previous is not None and current[previous[0]] is None:
+                if previous is not None and previous[0] in fixed:
                     raise NullPointer(f"the previous owner of {g} is fixed")
                 if previous is not None and sizes[member] > sizes[previous[0]] + 1:
                     self._reassign(g, previous[0])
