@@ -15,10 +15,12 @@ import subprocess
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 import pytest
 from sqlalchemy import Engine
 
+from services.exporter.snapshot import read_snapshot
 from services.store.database import create_store_engine
 from tests.fixtures.real_kafka import RealKafka, retry_while_coordinator_pending
 from tests.job.real_groups import Assigned, ConsumerGroup
@@ -253,3 +255,10 @@ def test_aborted_transactional_offsets_never_appear(run: Run) -> None:
     )
     assert history and current
     assert not aborted & {o for (o,) in history + current}
+    # the exporter's lag is the log end minus the offsets it reads from the store
+    offsets = read_snapshot(run.engine, 300.0, datetime.now(UTC)).offsets
+    group = offsets.groups.index(run.txn_group)
+    mine = offsets.pair_group[offsets.pair] == group
+    lag_base = set(offsets.committed[mine].tolist())
+    assert lag_base and not aborted & lag_base
+    assert lag_base == {max(o for o, commit in TRANSACTIONS if commit)}
