@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed
 # (root, or sudo without a password); otherwise those tests skip and say why.
 APT_PACKAGES := prometheus:prometheus gcc:gcc
 
-.PHONY: setup system-deps kafka demo test lint format bench clean
+.PHONY: setup system-deps kafka demo test lint format bench dist clean
 
 system-deps:
 	@missing=""; for pair in $(APT_PACKAGES); do \
@@ -68,5 +68,11 @@ format: setup
 bench: setup
 	$(BIN)/python -m benchmarks
 
+# The job for a Spark cluster: groupscope's code with its C extensions and the
+# executors' Python dependencies, packed for spark-submit --archives (README, "On a
+# Spark cluster").
+dist: setup
+	$(BIN)/groupscope package --out dist/groupscope-env.tar.gz
+
 clean:
-	rm -rf $(VENV) .groupscope .pytest_cache
+	rm -rf $(VENV) .groupscope .pytest_cache dist

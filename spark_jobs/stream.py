@@ -1,6 +1,6 @@
 """The streaming job's entry point: `groupscope stream ...` locally, or on a cluster
 
-    spark-submit spark_jobs/stream.py --bootstrap-servers broker:9092 --database-url URL
+    spark-submit --master spark://host:7077 spark_jobs/stream.py --bootstrap-servers ...
 
 Reads `__consumer_offsets` (or a replay directory), and writes generations, rebalances,
 committed offsets and pipeline progress to the history store, one transaction per
@@ -46,8 +46,15 @@ examples:
   groupscope stream --bootstrap-servers broker:9092 --trigger 10s
   groupscope stream --bootstrap-servers broker:9093 --kafka-config security.protocol=SASL_SSL \\
       --kafka-config sasl.mechanism=SCRAM-SHA-512 --kafka-config-file client.properties
-  spark-submit --master spark://host:7077 spark_jobs/stream.py --bootstrap-servers b:9092 \\
+  groupscope stream --master spark://host:7077 --bootstrap-servers b:9092 \\
+      --conf spark.archives=dist/groupscope-env.tar.gz#environment \\
+      --conf spark.pyspark.python=./environment/bin/python
+  spark-submit --master spark://host:7077 --archives dist/groupscope-env.tar.gz#environment \\
+      --conf spark.pyspark.python=./environment/bin/python \\
+      --conf spark.pyspark.driver.python=python spark_jobs/stream.py --bootstrap-servers b:9092 \\
       --database-url postgresql://groupscope@db/groupscope
+  (the archive from `make dist`, also unpacked into ./environment where the job starts;
+  see the README's "On a Spark cluster")
 
 Spark settings: the job keeps every setting it is given (spark-submit's flags, --conf,
 --master, spark-defaults.conf) and fills in only unset ones:
@@ -65,8 +72,6 @@ Spark settings: the job keeps every setting it is given (spark-submit's flags, -
   local mode only: spark.ui.enabled=false (a port and start-up time saved),
                                       spark.driver.host and spark.driver.bindAddress
                                       127.0.0.1 unless $SPARK_LOCAL_IP is set
-On a cluster: `make dist` packs the project and its executor dependencies for
---archives; see the README's "On a Spark cluster".
 
 stopping: SIGTERM or Ctrl-C lets the batch in flight finish (or replays it on the next
 start), stops Spark and the embedded PostgreSQL, and exits 143 (SIGTERM) or 130 (SIGINT).
