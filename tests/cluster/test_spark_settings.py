@@ -110,3 +110,13 @@ def test_without_settings_the_job_fills_its_defaults(tmp_path: Path) -> None:
     assert shown["spark.driver.memory"] == "600m" and shown["heap MiB"] <= 600
     assert shown["spark.sql.shuffle.partitions"] == shown["runtime shuffle"] == "4"
     assert shown["spark.ui.enabled"] == "false"
+
+
+def test_package_refuses_a_destination_it_cannot_write_in_one_line(tmp_path: Path, capsys):
+    from services.cli import main
+
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    assert main(["package", "--out", str(blocker / "env.tar.gz")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("groupscope package: cannot write") and "\n" not in err
