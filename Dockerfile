@@ -35,10 +35,12 @@ RUN mkdir -p /usr/share/man/man1 \
     && apt-get install -y --no-install-recommends openjdk-17-jre-headless procps \
     && rm -rf /var/lib/apt/lists/*
 
+# No SPARK_LOCAL_IP: in local mode the job binds its driver to the loopback address by
+# itself; pointed at a Spark master (GROUPSCOPE_SPARK_MASTER), the executors must reach
+# the driver at the container's own address.
 ENV PYTHONUNBUFFERED=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
-    PYSPARK_PYTHON=python \
-    SPARK_LOCAL_IP=127.0.0.1
+    PYSPARK_PYTHON=python
 
 # Dependencies first (pyspark is the big one): this layer is reused until
 # pyproject.toml changes, whatever happens to the sources.

@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed
 # (root, or sudo without a password); otherwise those tests skip and say why.
 APT_PACKAGES := prometheus:prometheus gcc:gcc
 
-.PHONY: setup system-deps kafka demo test lint format docs bench clean
+.PHONY: setup system-deps kafka demo test lint format docs bench dist clean
 
 system-deps:
 	@missing=""; for pair in $(APT_PACKAGES); do \
@@ -76,5 +76,11 @@ docs: setup
 bench: setup
 	$(BIN)/python -m benchmarks
 
+# The job for a Spark cluster: groupscope's code with its C extensions and the
+# executors' Python dependencies, packed for spark-submit --archives
+# (docs/operations.md, "Running on a Spark cluster").
+dist: setup
+	$(BIN)/groupscope package --out dist/groupscope-env.tar.gz
+
 clean:
-	rm -rf $(VENV) .groupscope .pytest_cache .mypy_cache
+	rm -rf $(VENV) .groupscope .pytest_cache .mypy_cache dist

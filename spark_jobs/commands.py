@@ -1,4 +1,4 @@
-"""`groupscope stream`: the streaming job, run locally."""
+"""`groupscope stream`: the streaming job; `groupscope package`: the job for a cluster."""
 
 from __future__ import annotations
 
@@ -20,6 +20,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     add_arguments(parser)
     parser.set_defaults(func=run)
+    from spark_jobs import package
+
+    package.register(subparsers)
 
 
 def run(args: argparse.Namespace) -> int:

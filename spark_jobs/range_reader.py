@@ -229,10 +229,32 @@ class NativeReader:
         self._reader.close()
 
 
+_fallback_told = False  # this process said once that it reads without the native reader
+
+
 def native_available() -> bool:
     try:
         import spark_jobs._kafka_read  # noqa: F401
     except ImportError:
+        return False
+    return True
+
+
+def _native_or_say_why() -> bool:
+    """`native_available()`, and where it is not, a warning, once per process: on a
+    cluster an executor whose Python cannot load the extension (another platform, a
+    different Python minor version) reads with confluent-kafka's Python API instead."""
+    global _fallback_told
+    try:
+        import spark_jobs._kafka_read  # noqa: F401
+    except ImportError as exc:
+        if not _fallback_told:
+            _fallback_told = True
+            _log.warning(
+                "spark_jobs._kafka_read cannot be loaded here (%s): reading Kafka with "
+                "confluent-kafka's Python API, about 3x the CPU a record",
+                exc,
+            )
         return False
     return True
 
@@ -275,7 +297,7 @@ def _reader(kind: str, config: dict[str, Any], incarnation: int = 0) -> RangeRea
     if key in _readers and _incarnations.get(key, 0) != incarnation:
         _drop_reader(kind, config)
     if key not in _readers:
-        native = kind == "native" or (kind == "auto" and native_available())
+        native = kind == "native" or (kind == "auto" and _native_or_say_why())
         _readers[key] = NativeReader(config) if native else PythonReader(config)
         _incarnations[key] = incarnation
         _freeze_imports()

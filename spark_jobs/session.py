@@ -1,17 +1,31 @@
-"""The Spark session for the job: local mode by default, any cluster via spark-submit."""
+"""The Spark session for the job: local mode by default, any cluster via spark-submit.
+
+The job takes the master, deploy mode, memory, addresses and every other setting it is
+given (spark-submit's flags, `spark-defaults.conf`, `--master` and `--conf` of
+`groupscope stream`), and fills in only what is unset: `spark_conf.defaults`.
+"""
 
 from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Mapping
 
+from pyspark import SparkConf, SparkContext
 from pyspark.errors import PySparkRuntimeError
 from pyspark.sql import SparkSession
+
+from spark_jobs.spark_conf import configured_before_launch, defaults, is_local
 
 # The throughput collector: on local[2] it ran the offset-commit batches faster than the
 # JVM's default G1, with less peak memory (benchmarks/bench_stream.py, commits case;
 # docs/performance.md, "Design measurements": garbage collector).
 JAVA_OPTIONS = "-XX:+UseParallelGC"
+DRIVER_MEMORY = "2g"
+
+
+class SubmittedMasterError(ValueError):
+    """`--master` of the job disagrees with the master spark-submit was given."""
 
 
 def java_options(archive: bool = True) -> str:
@@ -24,46 +38,102 @@ def java_options(archive: bool = True) -> str:
     return f"{options} {archive_options()}".strip() if archive else options
 
 
-def spark_session(
-    master: str | None = None, app_name: str = "groupscope", extra_java_options: str = ""
-) -> SparkSession:
-    """Get or create the session.
+def under_spark_submit() -> bool:
+    """spark-submit started this process and its JVM already runs (PySpark connects to
+    it through the port spark-submit passes down)."""
+    return "PYSPARK_GATEWAY_PORT" in os.environ
 
-    Workers must run this interpreter (with pyarrow and the project installed), not the
-    system Python, whose workers time out (docs/architecture.md, "The Kafka source").
-    Under spark-submit the master and resources come from the submit command; locally
-    the default is local[*].
-    A JVM that cannot start with the class-data-sharing archive is started again without.
-    """
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    builder = SparkSession.builder.appName(app_name)
-    if master or not os.environ.get("SPARK_SUBMIT_CONF"):
-        builder = builder.master(master or os.environ.get("GROUPSCOPE_SPARK_MASTER", "local[*]"))
-    builder = (
-        builder.config("spark.sql.shuffle.partitions", os.environ.get("GROUPSCOPE_SHUFFLE", "4"))
-        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.driver.memory", os.environ.get("GROUPSCOPE_DRIVER_MEMORY", "2g"))
-        .config("spark.sql.streaming.forceDeleteTempCheckpointLocation", "true")
-        # Keys one task's hash aggregate holds before it sorts instead (default 128):
-        # the batch reduction (spark_jobs.batch) holds one per committed partition.
-        .config("spark.sql.objectHashAggregate.sortBased.fallbackThreshold", "100000")
-    )
-    options = f"{java_options()} {extra_java_options}".strip()
+
+def _launch(user: Mapping[str, str], app_name: str, extra_java_options: str) -> None:
+    """Start the driver JVM with the user's settings and the job's defaults where nobody
+    set them: given at the start, since PySpark's launcher would otherwise set some of
+    them itself (the app name `pyspark-shell`, a console progress bar), and the driver's
+    memory and Java options act only then. A JVM that cannot start with the
+    class-data-sharing archive is started again without."""
+    given = configured_before_launch(user)
+    fill = _fill(given.get("spark.master", "local[*]"), app_name)
+    fill["spark.driver.memory"] = os.environ.get("GROUPSCOPE_DRIVER_MEMORY", DRIVER_MEMORY)
+    settings = {k: v for k, v in fill.items() if k not in given} | dict(user)
+
+    def options(archive: bool) -> str:
+        base = given.get("spark.driver.extraJavaOptions") or java_options(archive)
+        return f"{base} {extra_java_options}".strip()
+
+    settings["spark.driver.extraJavaOptions"] = options(archive=True)
     try:
-        session = builder.config("spark.driver.extraJavaOptions", options).getOrCreate()
+        SparkContext._ensure_initialized(
+            conf=SparkConf(loadDefaults=False).setAll(list(settings.items()))
+        )
     except PySparkRuntimeError as exc:
-        if "SharedArchiveFile" not in options:
+        if "SharedArchiveFile" not in settings["spark.driver.extraJavaOptions"]:
             raise
         print(
             f"JVM start-up failed with the class-data archive, retrying without: {exc}",
             file=sys.stderr,
         )
-        options = f"{java_options(archive=False)} {extra_java_options}".strip()
-        session = builder.config("spark.driver.extraJavaOptions", options).getOrCreate()
+        settings["spark.driver.extraJavaOptions"] = options(archive=False)
+        SparkContext._ensure_initialized(
+            conf=SparkConf(loadDefaults=False).setAll(list(settings.items()))
+        )
+
+
+def _fill(master: str, app_name: str) -> dict[str, str]:
+    return {"spark.master": master, "spark.app.name": app_name} | defaults(is_local(master))
+
+
+def spark_settings(
+    master: str | None = None,
+    conf: Mapping[str, str] | None = None,
+    app_name: str = "groupscope",
+    extra_java_options: str = "",
+) -> dict[str, str]:
+    """Every setting the session is created with: what the running (or newly started)
+    driver JVM was given, then `conf` and `master`, then the job's defaults where unset.
+
+    Under spark-submit `master`, when given, must be spark-submit's: the JVM, its
+    deploy mode and its addresses are spark-submit's already.
+    """
+    user = dict(conf or {})
+    if master:
+        user["spark.master"] = master
+    if under_spark_submit():
+        SparkContext._ensure_initialized()
+        submitted = SparkConf().get("spark.master")
+        if "spark.master" in user and submitted and user["spark.master"] != submitted:
+            raise SubmittedMasterError(
+                f"--master {user['spark.master']} disagrees with spark-submit's "
+                f"--master {submitted}: give the master to spark-submit only"
+            )
+    elif SparkContext._gateway is None:
+        _launch(user, app_name, extra_java_options)
+    given = dict(SparkConf().getAll()) | user  # the JVM's: spark-defaults.conf, --conf
+    fill = _fill(given.get("spark.master", "local[*]"), app_name)
+    return {k: v for k, v in fill.items() if k not in given} | user
+
+
+def spark_session(
+    master: str | None = None,
+    app_name: str = "groupscope",
+    extra_java_options: str = "",
+    conf: Mapping[str, str] | None = None,
+) -> SparkSession:
+    """Get or create the session with `spark_settings`.
+
+    Python workers run `spark.pyspark.python` where it is set, else $PYSPARK_PYTHON,
+    else this interpreter (with pyarrow and the project installed), not the system
+    Python, whose workers time out (docs/architecture.md, "The Kafka source"). On a
+    cluster, a packed environment (`make dist`) passed with `--archives` is named this
+    way.
+    """
+    settings = spark_settings(master, conf, app_name, extra_java_options)
+    python = settings.get("spark.pyspark.python") or SparkConf().get("spark.pyspark.python")
+    if python:
+        os.environ["PYSPARK_PYTHON"] = python
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    builder = SparkSession.builder
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
     session.sparkContext.setLogLevel(os.environ.get("GROUPSCOPE_SPARK_LOG_LEVEL", "WARN"))
     return session

@@ -1,6 +1,6 @@
 """The streaming job's entry point: `groupscope stream ...` locally, or on a cluster
 
-    spark-submit spark_jobs/stream.py --bootstrap-servers broker:9092 --database-url URL
+    spark-submit --master spark://host:7077 spark_jobs/stream.py --bootstrap-servers ...
 
 Reads `__consumer_offsets` (or a replay directory), and writes generations, rebalances,
 committed offsets and pipeline progress to the history store, one transaction per
@@ -45,8 +45,32 @@ examples:
   groupscope stream --bootstrap-servers broker:9092 --trigger 10s
   groupscope stream --bootstrap-servers broker:9093 --kafka-config security.protocol=SASL_SSL \\
       --kafka-config sasl.mechanism=SCRAM-SHA-512 --kafka-config-file client.properties
-  spark-submit --master spark://host:7077 spark_jobs/stream.py --bootstrap-servers b:9092 \\
+  groupscope stream --master spark://host:7077 --bootstrap-servers b:9092 \\
+      --conf spark.archives=dist/groupscope-env.tar.gz#environment \\
+      --conf spark.pyspark.python=./environment/bin/python
+  spark-submit --master spark://host:7077 --archives dist/groupscope-env.tar.gz#environment \\
+      --conf spark.pyspark.python=./environment/bin/python \\
+      --conf spark.pyspark.driver.python=python spark_jobs/stream.py --bootstrap-servers b:9092 \\
       --database-url postgresql://groupscope@db/groupscope
+  (the archive from `make dist`, also unpacked into ./environment where the job starts;
+  see the README's "On a Spark cluster")
+
+Spark settings: the job keeps every setting it is given (spark-submit's flags, --conf,
+--master, spark-defaults.conf) and fills in only unset ones:
+  spark.sql.shuffle.partitions=4      a batch shuffles a few thousand keys; Spark's 200
+                                      would cost 200 tasks a batch ($GROUPSCOPE_SHUFFLE)
+  spark.sql.session.timeZone=UTC      stored times independent of the driver's zone
+  spark.sql.execution.arrow.pyspark.enabled=true   batches reach the driver as Arrow
+  spark.sql.objectHashAggregate.sortBased.fallbackThreshold=100000   one key per
+                                      committed partition before sorting (Spark: 128)
+  spark.sql.streaming.forceDeleteTempCheckpointLocation=true
+  when this process starts the JVM: spark.driver.memory=2g ($GROUPSCOPE_DRIVER_MEMORY),
+                                      spark.driver.extraJavaOptions=-XX:+UseParallelGC
+                                      and the class-data archive (make setup)
+  spark.ui.showConsoleProgress=false  the job prints its own progress
+  local mode only: spark.ui.enabled=false (a port and start-up time saved),
+                                      spark.driver.host and spark.driver.bindAddress
+                                      127.0.0.1 unless $SPARK_LOCAL_IP is set
 
 stopping: SIGTERM or Ctrl-C lets the batch in flight finish (or replays it on the next
 start), stops Spark and the embedded PostgreSQL, and exits 143 (SIGTERM) or 130 (SIGINT).
@@ -131,7 +155,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--master",
         default=env("GROUPSCOPE_SPARK_MASTER"),
-        help="Spark master (default: local[*]; ignored under spark-submit)",
+        help="Spark master: local[N], local[*], spark://HOST:PORT, yarn or k8s://URL (env "
+        "GROUPSCOPE_SPARK_MASTER; default: spark-defaults.conf's, else local[*]). Under "
+        "spark-submit, give it to spark-submit",
+    )
+    parser.add_argument(
+        "--conf",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a Spark property, as spark-submit's --conf; repeatable. Settings from "
+        "spark-submit and spark-defaults.conf ($SPARK_CONF_DIR) are kept too; the job only "
+        "fills in what is unset (see 'Spark settings' below)",
     )
 
 
@@ -157,6 +192,26 @@ def check_numbers(args: argparse.Namespace) -> None:
         if args.max_files_per_trigger <= 0:
             raise UsageError("--max-files-per-trigger must be positive")
         at_most("--max-files-per-trigger", args.max_files_per_trigger, INT32_MAX)
+
+
+def spark_options(args: argparse.Namespace) -> None:
+    """--master and --conf checked (one-line errors) and kept as `args.spark_conf`."""
+    from spark_jobs.spark_conf import check_master, parse_conf
+
+    if args.master:
+        args.master = check_master(args.master)
+    args.spark_conf = parse_conf(args.conf)
+
+
+def _session(args: argparse.Namespace) -> Any:
+    """The Spark session; a --master that contradicts spark-submit's is a usage error."""
+    from services.cli import UsageError
+    from spark_jobs.session import SubmittedMasterError, spark_session
+
+    try:
+        return spark_session(args.master, conf=args.spark_conf)
+    except SubmittedMasterError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def resolve_source(args: argparse.Namespace) -> tuple[str, Path | None]:
@@ -189,6 +244,7 @@ def run(args: argparse.Namespace) -> int:
     config = kafka_config(args)
     trigger = parse_seconds(args.trigger)
     check_numbers(args)
+    spark_options(args)
     from spark_jobs.dependencies import max_outage
 
     limit = max_outage(args.max_outage, args.once)
@@ -203,6 +259,12 @@ def run(args: argparse.Namespace) -> int:
         level=logging.WARNING, stream=sys.stderr, format="%(asctime)s %(name)s %(message)s"
     )
     logging.getLogger("groupscope").setLevel(logging.INFO)
+    from services.codec.records import accelerated
+
+    if not accelerated():
+        log.warning(
+            "services.codec._speedups cannot be loaded: group records decode in pure Python"
+        )
     name = (
         f"replay:{directory.resolve()}"
         if directory
@@ -234,7 +296,6 @@ def _run_query(
     from spark_jobs.batch import BatchProcessor
     from spark_jobs.checkpoint import prepare
     from spark_jobs.dependencies import await_broker, prepare_store
-    from spark_jobs.session import spark_session
     from spark_jobs.sources import replay, spark_kafka
     from spark_jobs.topic_names import TopicNames
 
@@ -257,7 +318,7 @@ def _run_query(
             watch = None
             if kind == "kafka":
                 watch = await_broker(args.bootstrap_servers, config, args.topic, args.once, limit)
-            spark = spark_session(args.master)
+            spark = _session(args)
             if kind == "replay":
                 df = replay(spark, directory, args.max_files_per_trigger)  # type: ignore[arg-type]
             elif kind == "spark-kafka":

@@ -6,4 +6,5 @@ pytest_plugins = [
     "tests.fixtures.kafka",
     "tests.fixtures.real_kafka",
     "tests.fixtures.prometheus",
+    "tests.fixtures.spark_cluster",
 ]

@@ -45,15 +45,23 @@ VARIABLES: tuple[Variable, ...] = (
     Variable(
         "GROUPSCOPE_DRIVER_MEMORY",
         "2g",
-        "`spark.driver.memory` of a session the job starts itself (local mode). Under "
+        "`spark.driver.memory` when the job starts the JVM itself (any master), unless "
+        "`--conf spark.driver.memory` or `spark-defaults.conf` sets it. Under "
         "`spark-submit` the submit command's `--driver-memory` applies; the docker image's "
         "entry point passes this variable there.",
     ),
     Variable(
         "GROUPSCOPE_DRIVER_JAVA_OPTIONS",
         "-XX:+UseParallelGC",
-        "The driver JVM's options in local mode (the executors share that JVM); the "
+        "The driver JVM's options when the job starts the JVM itself; the "
         "class-data archive's options are appended. Ignored under `spark-submit`.",
+    ),
+    Variable(
+        "GROUPSCOPE_NODE_PYTHON",
+        "python3.11 (the packing Python's minor version)",
+        "Read on each Spark node by the packed environment's `bin/python` (`groupscope "
+        "package`, `make dist`): the node's interpreter that runs the executors' Python "
+        "workers with the packed site-packages first.",
     ),
     Variable(
         "GROUPSCOPE_JVM_ARCHIVE",
@@ -71,7 +79,7 @@ VARIABLES: tuple[Variable, ...] = (
     Variable(
         "GROUPSCOPE_SHUFFLE",
         "4",
-        "`spark.sql.shuffle.partitions` of a session the job starts itself.",
+        "`spark.sql.shuffle.partitions` where no setting given to the job sets it.",
     ),
     Variable(
         "GROUPSCOPE_SPARK_LOG_LEVEL",
@@ -81,8 +89,9 @@ VARIABLES: tuple[Variable, ...] = (
     Variable(
         "GROUPSCOPE_SPARK_MASTER",
         "local[*]",
-        "The Spark master of a session the job starts itself, and of the docker image's "
-        "`spark-submit`. Ignored when `spark-submit` configured the session.",
+        "The Spark master (`groupscope stream --master`), and the docker image's "
+        "`spark-submit --master`. Under `spark-submit` a different one is refused in one "
+        "line.",
     ),
     Variable(
         "GROUPSCOPE_IVY_DIR",
@@ -120,6 +129,12 @@ VARIABLES: tuple[Variable, ...] = (
         "unset",
         "Tests: set (as in CI), the Prometheus tests fail instead of skipping where "
         "`prometheus` is not installed.",
+        development=True,
+    ),
+    Variable(
+        "GROUPSCOPE_BENCH_CLUSTER_RECORDS",
+        "4000000",
+        "`python -m benchmarks cluster`: offset commits in the throughput case.",
         development=True,
     ),
     Variable(

@@ -276,3 +276,9 @@ def test_the_own_cluster_override_leaves_out_kafka_and_the_workload():
     # the job and the exporter take the cluster from the environment
     text = (ROOT / "docker-compose.yml").read_text()
     assert text.count("${GROUPSCOPE_BOOTSTRAP_SERVERS:-kafka:9092}") == 2
+
+
+def test_the_job_can_be_pointed_at_a_spark_master_with_one_variable():
+    job = load()["services"]["job"]
+    assert job["environment"]["GROUPSCOPE_SPARK_MASTER"] == "${GROUPSCOPE_SPARK_MASTER:-local[*]}"
+    assert interpolate(job["environment"])["GROUPSCOPE_SPARK_MASTER"] == "local[*]"

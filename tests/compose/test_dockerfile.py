@@ -111,3 +111,19 @@ def test_anything_else_is_the_groupscope_command(args, expected):
     result = _run(args)
     assert result.returncode == 0, result.stderr
     assert expected in result.stdout
+
+
+def test_nothing_forces_local_only_networking():
+    env = " ".join(a for k, a in instructions() if k == "ENV")
+    assert "SPARK_LOCAL_IP" not in env and "PYSPARK_PYTHON=python" in env
+
+
+def test_job_takes_the_spark_master_from_the_environment(tmp_path, monkeypatch):
+    fake = tmp_path / "spark-submit"
+    fake.write_text('#!/bin/sh\nfor a in "$@"; do echo "$a"; done\n')
+    fake.chmod(0o755)
+    monkeypatch.setenv("GROUPSCOPE_SPARK_MASTER", "spark://spark-master:7077")
+    result = _run(["job", "--source", "spark-kafka", "--bootstrap-servers", "k:9092"], tmp_path)
+    assert result.returncode == 0, result.stderr
+    argv = result.stdout.splitlines()
+    assert argv[argv.index("--master") + 1] == "spark://spark-master:7077"

@@ -28,6 +28,12 @@ def replay_dir(tmp_path: Path) -> str:
         (["--trigger", "soon"], "--trigger expects a duration"),
         (["--kafka-config", "novalue"], "--kafka-config expects KEY=VALUE"),
         (["--offsets-partitions", "0"], "--offsets-partitions must be positive"),
+        (["--master", "spark//host:7077"], "--master 'spark//host:7077': expected"),
+        (["--master", "local[0]"], "--master 'local[0]': expected"),
+        (["--conf", "spark.ui.enabled"], "--conf expects KEY=VALUE"),
+        (["--conf", "=true"], "--conf expects KEY=VALUE"),
+        (["--conf", "ui.enabled=true"], "--conf ui.enabled: not a Spark property"),
+        (["--conf", "spark.master=nowhere"], "--master 'nowhere': expected"),
     ],
 )
 def test_bad_flags_exit_2_with_one_line(tmp_path: Path, capsys, extra: list[str], reason: str):
