@@ -84,11 +84,14 @@ def contents(url: str) -> dict[str, list]:
         engine.dispose()
 
 
-def cluster_options(driver_dir: Path, events: Path) -> list[str]:
-    """The README's options for a cluster, and an event log to see where tasks ran."""
+def cluster_options(driver_dir: Path, events: Path, submit: bool = False) -> list[str]:
+    """The documented options for a cluster (spark-submit's `--archives`, or the
+    `spark.archives` setting `groupscope stream --conf` takes), and an event log to see
+    where tasks ran."""
     events.mkdir()
+    archive = f"{driver_dir / 'groupscope-env.tar.gz'}#environment"
     return [
-        *("--conf", f"spark.archives={driver_dir / 'groupscope-env.tar.gz'}#environment"),
+        *(("--archives", archive) if submit else ("--conf", f"spark.archives={archive}")),
         *("--conf", "spark.pyspark.python=./environment/bin/python"),
         *("--conf", "spark.eventLog.enabled=true", "--conf", f"spark.eventLog.dir={events}"),
         *("--conf", "spark.eventLog.compress=false"),
@@ -261,7 +264,7 @@ def test_spark_submit_runs_on_the_workers_and_survives_one_killed(
         code, err = run(
             [
                 *(str(submit), "--master", spark_cluster.master_url),
-                *cluster_options(driver_dir, tmp_path / "events"),
+                *cluster_options(driver_dir, tmp_path / "events", submit=True),
                 *("--conf", f"spark.pyspark.driver.python={sys.executable}"),
                 str(ROOT / "spark_jobs" / "stream.py"),
                 *("--source", "replay", str(capture), "--once"),
