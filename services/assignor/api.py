@@ -14,9 +14,9 @@ from services.assignor.model import (
 )
 from services.assignor.range import assign_range
 from services.assignor.roundrobin import assign_roundrobin
-from services.assignor.server_range import assign_server_range
-from services.assignor.sticky import assign_sticky
-from services.assignor.uniform import assign_uniform
+from services.assignor.server.range import assign_server_range
+from services.assignor.server.uniform import assign_uniform
+from services.assignor.sticky.assignor import assign_sticky
 
 ASSIGNORS: tuple[str, ...] = (
     "range",

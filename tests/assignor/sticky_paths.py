@@ -13,15 +13,16 @@ from contextlib import contextmanager
 
 from hypothesis import strategies as st
 
-from services.assignor import assign, sticky_owned
+from services.assignor import assign
 from services.assignor.model import (
     check_partition_counts,
     check_partition_racks,
     owned_as_sent,
     to_members,
 )
-from services.assignor.sticky import assign_sticky
-from services.assignor.sticky_input import StickyInput
+from services.assignor.sticky import owned as sticky_owned
+from services.assignor.sticky.assignor import assign_sticky
+from services.assignor.sticky.input import StickyInput
 
 STICKY = ["sticky", "cooperative-sticky"]
 # "Aa" and "BB" (and their concatenations) share Java's String.hashCode: HashMap order ties.

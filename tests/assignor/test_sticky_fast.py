@@ -1,4 +1,4 @@
-"""The sticky fast path (``sticky_fast``) gives exactly the general path's answer.
+"""The sticky fast path (``sticky.fast``) gives exactly the general path's answer.
 
 ``general`` (``sticky_paths``) is the sticky assignors' path as ``assign`` ran it before the
 fast paths existed; ``assign`` must return the same assignment or raise the same error.
@@ -15,8 +15,8 @@ from services.assignor.model import (
     check_partition_counts,
     to_members,
 )
-from services.assignor.sticky_fast import assign_owned_as_sent
-from services.assignor.sticky_input import StickyInput
+from services.assignor.sticky.fast import assign_owned_as_sent
+from services.assignor.sticky.input import StickyInput
 from tests.assignor.sticky_paths import (
     GENERATIONS,
     IDS,
@@ -84,7 +84,7 @@ def test_plain_groups_take_the_fast_path_and_match_the_general_path(group, assig
     kind, expected = outcome(general, assignor, counts, members)
     with chunk_size(chunk):
         assert outcome(assign, assignor, counts, members) == (kind, expected)
-        if kind != "ok":  # Kafka fails on this group too (see sticky_moves)
+        if kind != "ok":  # Kafka fails on this group too (see sticky.moves)
             event("plain: Kafka fails")
             return
         subscribed = {t for m in members for t in m["topics"] if counts[t] > 0}

@@ -1,4 +1,4 @@
-"""The fast path for differing subscriptions (``sticky_general_fast``) gives exactly the
+"""The fast path for differing subscriptions (``sticky.general_fast``) gives exactly the
 general path's answer: same lists in the same order, or the same error.
 
 ``general`` (``sticky_paths``) is the sticky assignors' path as ``assign`` ran it before the
@@ -13,7 +13,7 @@ from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from services.assignor import assign
-from services.assignor.sticky_general_fast import assign_kept_general
+from services.assignor.sticky.general_fast import assign_kept_general
 from tests.assignor.sticky_paths import (
     GENERATIONS,
     IDS,

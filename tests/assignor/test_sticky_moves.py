@@ -1,4 +1,4 @@
-"""``sticky_moves`` makes exactly Kafka's moves, as Kafka's loops written out literally do.
+"""``sticky.moves`` makes exactly Kafka's moves, as Kafka's loops written out literally do.
 
 ``LiteralBuilder`` is ``GeneralBuilder`` with ``isBalanced`` and ``performReassignments`` as
 Kafka writes them: ``isBalanced`` before every partition, partition by partition for each
@@ -18,8 +18,8 @@ from services.assignor.model import (
     check_partition_racks,
     to_members,
 )
-from services.assignor.sticky_general import GeneralBuilder
-from services.assignor.sticky_input import StickyInput
+from services.assignor.sticky.general import GeneralBuilder
+from services.assignor.sticky.input import StickyInput
 from tests.assignor.sticky_paths import GENERATIONS, IDS
 
 TOPICS = ["a", "b", "c", "d"]

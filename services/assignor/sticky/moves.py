@@ -15,8 +15,8 @@ from itertools import compress, count, islice
 from operator import gt
 
 from services.assignor.model import AssignmentError
-from services.assignor.sticky_input import StickyInput
-from services.assignor.sticky_structures import PartitionMovements, SortedMembers
+from services.assignor.sticky.input import StickyInput
+from services.assignor.sticky.structures import PartitionMovements, SortedMembers
 
 
 class Reassignments:

@@ -13,14 +13,14 @@ from collections.abc import Callable
 from itertools import compress
 
 from services.assignor.javaorder import string_hash, topic_partition_hash
-from services.assignor.sticky_input import DEFAULT_GENERATION, StickyInput
-from services.assignor.sticky_moves import Reassignments
-from services.assignor.sticky_structures import PartitionMovements, SortedMembers
-from services.assignor.sticky_subscriptions import Subscriptions
+from services.assignor.sticky.input import DEFAULT_GENERATION, StickyInput
+from services.assignor.sticky.moves import Reassignments
+from services.assignor.sticky.structures import PartitionMovements, SortedMembers
+from services.assignor.sticky.subscriptions import Subscriptions
 
 
 class GeneralBuilder(Reassignments):
-    """``GeneralAssignmentBuilder`` on global ids; its moves are ``sticky_moves``'."""
+    """``GeneralAssignmentBuilder`` on global ids; its moves are ``sticky.moves``'."""
 
     def __init__(self, prep: StickyInput) -> None:
         self.prep = prep

@@ -112,7 +112,7 @@ class StickyInput:
     def attach_owned(self, members: list[Member]) -> None:
         """(Re)read the members' owned partitions: ``members`` are the same members, in order.
 
-        The sticky fast path (``sticky_fast``) first builds this input from members without
+        The sticky fast path (``sticky.fast``) first builds this input from members without
         their owned partitions and only attaches them here when it cannot use them as sent.
         """
         self.members = members

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from services.assignor.model import Member, PartitionAssignorError
-from services.assignor.server_common import current_assignment, missing_topic, sorted_topics
+from services.assignor.server.common import current_assignment, missing_topic, sorted_topics
 
 
 def assign_homogeneous(

@@ -14,10 +14,10 @@ from itertools import filterfalse
 from typing import Generic, TypeVar
 
 from services.assignor.model import AssignmentError, TopicPartition
-from services.assignor.sticky_input import StickyInput
+from services.assignor.sticky.input import StickyInput
 
 # What a member's list holds: global ids, dealt after the (topic, partition) pairs it
-# keeps where ``sticky_fast`` keeps them as sent.
+# keeps where ``sticky.fast`` keeps them as sent.
 Entry = TypeVar("Entry", int, int | TopicPartition)
 
 

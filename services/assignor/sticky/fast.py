@@ -25,9 +25,9 @@ from operator import add, itemgetter, mul
 from typing import cast
 
 from services.assignor.model import TopicPartition
-from services.assignor.sticky_constrained import ConstrainedBuilder
-from services.assignor.sticky_input import StickyInput
-from services.assignor.sticky_owned import (
+from services.assignor.sticky.constrained import ConstrainedBuilder
+from services.assignor.sticky.input import StickyInput
+from services.assignor.sticky.owned import (
     NotPlain,
     claims,
     free_partitions,
@@ -66,7 +66,7 @@ def _in_kafka_order(
 
 class KeptPairsBuilder(ConstrainedBuilder[int | TopicPartition]):
     """``ConstrainedBuilder`` (Kafka's ``ConstrainedAssignmentBuilder``) on owned partitions
-    read by ``sticky_owned.read_owned``: the same quotas, order and round robin.
+    read by ``sticky.owned.read_owned``: the same quotas, order and round robin.
 
     A member's list starts with the (topic, partition) pairs it keeps, ``kept[i]`` of
     them, and goes on with the global ids dealt to it; ``pairs_of`` gives the pair of

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 
 from services.assignor.common import member_info_key
 from services.assignor.model import Assignment, Member, PartitionAssignorError
-from services.assignor.server_common import to_output
+from services.assignor.server.common import to_output
 
 
 def assign_server_range(counts: Mapping[str, int], members: list[Member]) -> Assignment:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from services.assignor.model import Member
-from services.assignor.server_common import current_assignment, missing_topic, sorted_topics
+from services.assignor.server.common import current_assignment, missing_topic, sorted_topics
 
 MAX_ITERATION_COUNT = 16
 

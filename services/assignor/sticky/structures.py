@@ -6,7 +6,7 @@ from bisect import bisect_left, insort
 from collections.abc import Callable, Iterator
 
 from services.assignor.javaorder import JavaHashSetPicker
-from services.assignor.sticky_input import StickyInput
+from services.assignor.sticky.input import StickyInput
 
 
 class SortedMembers:

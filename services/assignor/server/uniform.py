@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from services.assignor.model import Assignment, Member
-from services.assignor.server_common import member_order, to_output
-from services.assignor.uniform_heterogeneous import HeterogeneousBuilder
-from services.assignor.uniform_homogeneous import assign_homogeneous
+from services.assignor.server.common import member_order, to_output
+from services.assignor.server.uniform_heterogeneous import HeterogeneousBuilder
+from services.assignor.server.uniform_homogeneous import assign_homogeneous
 
 
 def assign_uniform(

@@ -1,7 +1,7 @@
 """Owned partitions as the members sent them, read in bulk for the sticky fast paths.
 
 After a group's first assignment every member re-sends the (topic, partition) pairs it
-owns. The fast paths (``sticky_fast``, ``sticky_general_fast``) read them a few thousand at
+owns. The fast paths (``sticky.fast``, ``sticky.general_fast``) read them a few thousand at
 a time with C-level passes instead of checking and converting them one by one, and mark
 every claim in one bytearray per topic. Whatever is not plain (an entry that is not a
 ``(str, int)`` pair of an existing partition of a subscribed topic) raises ``NotPlain``:
@@ -17,7 +17,7 @@ from operator import itemgetter
 from typing import cast
 
 from services.assignor.model import TopicPartition
-from services.assignor.sticky_input import StickyInput
+from services.assignor.sticky.input import StickyInput
 
 _TOPIC = itemgetter(0)
 _PARTITION = itemgetter(1)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from itertools import chain
 
-from services.assignor.sticky_input import StickyInput
+from services.assignor.sticky.input import StickyInput
 
 
 class Subscriptions:

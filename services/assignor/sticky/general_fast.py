@@ -6,13 +6,13 @@ others one by one to the least loaded subscriber; and only then moves partitions
 if the group is out of balance. After a member leaves (or in any round where everybody
 re-sends what they own) the group is nearly always balanced once its partitions are
 dealt: ``isBalanced`` is true before any move is tried. This path reads the owned pairs
-in bulk (``sticky_owned``), keeps them as they are, deals the free partitions exactly as
+in bulk (``sticky.owned``), keeps them as they are, deals the free partitions exactly as
 ``GeneralBuilder`` does and checks that balance; the kept pairs are handed back as sent,
 so the million owned partitions cost C-level passes only. A group still out of balance
 goes on from there with ``GeneralBuilder``'s moves, on global ids.
 
 It declines (returns None) whenever the general path might decide differently or raise:
-identical subscriptions (``sticky_fast``'s case), rack-aware assignment, an owned entry
+identical subscriptions (``sticky.fast``'s case), rack-aware assignment, an owned entry
 that is not a plain ``(str, int)`` pair of a subscribed topic within its partition count,
 or a partition claimed twice (so that generations arbitrate). The caller then takes the
 general path, which gives the same assignment; ``tests/assignor/test_sticky_general_fast.py``
@@ -26,10 +26,10 @@ from itertools import chain, compress
 from operator import add, itemgetter
 
 from services.assignor.model import TopicPartition
-from services.assignor.sticky_cooperative import hold_back, transferring
-from services.assignor.sticky_general import GeneralBuilder
-from services.assignor.sticky_input import StickyInput
-from services.assignor.sticky_owned import (
+from services.assignor.sticky.cooperative import hold_back, transferring
+from services.assignor.sticky.general import GeneralBuilder
+from services.assignor.sticky.input import StickyInput
+from services.assignor.sticky.owned import (
     NotPlain,
     SentOwned,
     claims,

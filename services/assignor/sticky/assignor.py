@@ -1,7 +1,7 @@
 """``sticky`` and ``cooperative-sticky``: Kafka's ``AbstractStickyAssignor`` and its two users.
 
 ``StickyAssignor`` (eager) returns the builder's assignment. ``CooperativeStickyAssignor``
-then holds back every partition that changes owner (``sticky_cooperative``).
+then holds back every partition that changes owner (``sticky.cooperative``).
 """
 
 from __future__ import annotations
@@ -9,12 +9,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from services.assignor.model import Assignment, Member, RawMember, owned_as_sent, with_owned
-from services.assignor.sticky_constrained import ConstrainedBuilder
-from services.assignor.sticky_cooperative import hold_back, transferring
-from services.assignor.sticky_fast import assign_owned_as_sent
-from services.assignor.sticky_general import GeneralBuilder
-from services.assignor.sticky_general_fast import assign_kept_general
-from services.assignor.sticky_input import StickyInput
+from services.assignor.sticky.constrained import ConstrainedBuilder
+from services.assignor.sticky.cooperative import hold_back, transferring
+from services.assignor.sticky.fast import assign_owned_as_sent
+from services.assignor.sticky.general import GeneralBuilder
+from services.assignor.sticky.general_fast import assign_kept_general
+from services.assignor.sticky.input import StickyInput
 
 
 def _build(prep: StickyInput) -> tuple[list[list[int]], dict[int, int] | None]:
@@ -35,8 +35,8 @@ def assign_sticky(
 
     With ``sent`` (the raw members, in order), ``members`` come from
     ``to_member(raw, with_owned=False)``: the owned partitions are read from ``sent``, by
-    a fast path (``sticky_fast`` for identical subscriptions, else
-    ``sticky_general_fast``) where it applies, else checked as ``to_member`` checks
+    a fast path (``sticky.fast`` for identical subscriptions, else
+    ``sticky.general_fast``) where it applies, else checked as ``to_member`` checks
     them, raising the same errors.
     """
     if not members:
