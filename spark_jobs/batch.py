@@ -39,17 +39,10 @@ from services.store.errors import BatchRejectedError, StoreUnavailableError
 from services.store.repository import HistoryStore
 from services.store.retry import RetryPolicy
 from services.store.snapshots import LatestGeneration
-from spark_jobs import poison, tracker_state
+from services.tracker import GenerationTracker, Position, Snapshot
+from services.tracker.model import MAX_MILLIS, identity, time_repair, to_datetime
+from spark_jobs import poison, tracker_files
 from spark_jobs.checkpoint import with_source_positions
-from spark_jobs.generations import (
-    MAX_MILLIS,
-    GenerationTracker,
-    Position,
-    Snapshot,
-    identity,
-    time_repair,
-    to_datetime,
-)
 from spark_jobs.offset_columns import commit_row_ok, decode_offset_commits
 from spark_jobs.topic_names import TopicNames
 
@@ -78,6 +71,10 @@ class BatchStats:
     group_records: int = 0
     generations: int = 0
     failures: Counter[str] = field(default_factory=Counter)
+    # Group records of a type the tracker has no handler for, by type.
+    unknown_types: Counter[str] = field(default_factory=Counter)
+    # Rebalances stored without a baseline (the assignor rejected the group), by reason.
+    baseline_failures: Counter[str] = field(default_factory=Counter)
     seconds: float = 0.0
     end_offsets: dict[int, int] = field(default_factory=dict)
 
@@ -277,7 +274,7 @@ class BatchProcessor:
         self.source = source
         self.offsets_partitions = offsets_partitions
         self.state_dir = state_dir
-        saved = tracker_state.latest(state_dir) if state_dir else None
+        saved = tracker_files.latest(state_dir) if state_dir else None
         self.tracker = saved or GenerationTracker(
             {g: snapshot_of(s) for g, s in (known or {}).items()}
         )
@@ -308,7 +305,7 @@ class BatchProcessor:
                 logging.getLogger("py4j.clientserver").setLevel(logging.CRITICAL)
             raise
         if self.state_dir is not None:
-            tracker_state.save(self.state_dir, batch_id, self.tracker)
+            tracker_files.save(self.state_dir, batch_id, self.tracker)
         stats.seconds = time.perf_counter() - started
         self.last = stats
         self.batches += 1
@@ -377,6 +374,7 @@ class BatchProcessor:
             repairs = [r for r in repairs if (r.source_partition, r.source_offset) in kept]
         generations, events = self.tracker.drain()
         stats.generations = len(generations)
+        self._log_tracker_counts(batch_id, stats)
         batch = BatchWrite(
             batch_id=batch_id,
             source=self.source,
@@ -389,6 +387,25 @@ class BatchProcessor:
             repairs=repairs + self.tracker.drain_repairs(),
         )
         return batch, stats
+
+    def _log_tracker_counts(self, batch_id: int, stats: BatchStats) -> None:
+        """One line per unknown record type and per baseline failure reason."""
+        stats.unknown_types, stats.baseline_failures, examples = self.tracker.drain_counts()
+        for kind, count in sorted(stats.unknown_types.items()):
+            log.info(
+                "batch %d: %d group records of type %s, which the tracker does not track",
+                batch_id,
+                count,
+                kind,
+            )
+        for reason, count in sorted(stats.baseline_failures.items()):
+            log.warning(
+                "batch %d: %d rebalances stored without a baseline (%s), e.g. %s",
+                batch_id,
+                count,
+                reason,
+                examples[reason],
+            )
 
     def _remainder(
         self,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from services.codec import decode_record, encode_key, encode_value
-from spark_jobs.generations import GenerationTracker, Position
+from services.tracker import GenerationTracker, Position
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 

@@ -1,27 +1,21 @@
-"""The generation tracker's state, saved beside Spark's checkpoint after every batch.
+"""The tracker's whole state as JSON-ready data, and back.
 
 A KIP-848 group's state is spread over records written at different times: members
 (type 5), topic names (type 4, or the cluster's: `GenerationTracker.topic_names`) and
 per-member targets (type 7) may all predate the batch that completes an epoch. The store
-keeps generations, not those records, so the tracker saves its whole state as
-`tracker-<batch id>.json` after each batch is written, and a restarted job resumes from
-the newest file. If the job dies between the store write and the save, Spark replays
-that batch over the older state. Both the store and the tracker skip what they already
-have, so the result is the same.
+keeps generations, not those records, so the job saves the tracker's state after each
+batch (`spark_jobs.tracker_files` writes `dump`'s data beside Spark's checkpoint) and a
+restarted job resumes from it with `load`. This module does no I/O.
 """
 
 from __future__ import annotations
 
-import json
-import os
 from dataclasses import asdict
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
-from spark_jobs.generations import GenerationTracker, Kip848State, Position, Snapshot
-
-KEEP = 3
+from services.tracker.model import Kip848State, Position, Snapshot
+from services.tracker.tracker import GenerationTracker
 
 
 def _position(p: Position | None) -> Any:
@@ -62,6 +56,7 @@ def _load_snapshot(raw: Any) -> Snapshot:
 
 
 def dump(tracker: GenerationTracker) -> dict[str, Any]:
+    """The state kept between batches (not the per-batch outputs and counts)."""
     return {
         "last": {g: _snapshot(s) for g, s in tracker.last.items()},
         "kip848": {
@@ -80,19 +75,3 @@ def load(raw: dict[str, Any]) -> GenerationTracker:
         )
     tracker.topic_names = dict(raw.get("topic_names", {}))  # absent in older files
     return tracker
-
-
-def save(directory: Path, batch_id: int, tracker: GenerationTracker) -> None:
-    """Write atomically (temp file, then rename) and keep the newest few files."""
-    directory.mkdir(parents=True, exist_ok=True)
-    target = directory / f"tracker-{batch_id:012d}.json"
-    temp = target.with_suffix(".tmp")
-    temp.write_text(json.dumps(dump(tracker)))
-    os.replace(temp, target)
-    for old in sorted(directory.glob("tracker-*.json"))[:-KEEP]:
-        old.unlink(missing_ok=True)
-
-
-def latest(directory: Path) -> GenerationTracker | None:
-    files = sorted(directory.glob("tracker-*.json")) if directory.is_dir() else []
-    return load(json.loads(files[-1].read_text())) if files else None

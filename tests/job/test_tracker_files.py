@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from spark_jobs import tracker_state
-from spark_jobs.generations import GenerationTracker
-from tests.job.test_generations import TOPIC_ID, feed, kip848_records
+from services.tracker import GenerationTracker, state
+from spark_jobs import tracker_files
+from tests.tracker.test_generations import TOPIC_ID, feed, kip848_records
 
 
 def test_the_cluster_wide_topic_names_survive_a_restart(tmp_path: Path) -> None:
@@ -15,9 +15,9 @@ def test_the_cluster_wide_topic_names_survive_a_restart(tmp_path: Path) -> None:
     tracker = GenerationTracker()
     tracker.topic_names[TOPIC_ID] = "stock"
     feed(tracker, records[:3])  # m1's target, its epoch not yet complete
-    tracker_state.save(tmp_path, 4, tracker)
+    tracker_files.save(tmp_path, 4, tracker)
 
-    restored = tracker_state.latest(tmp_path)
+    restored = tracker_files.latest(tmp_path)
     assert restored is not None
     assert restored.topic_names == {TOPIC_ID: "stock"}
     assert restored.unnamed_topic_ids() == set()
@@ -27,6 +27,6 @@ def test_the_cluster_wide_topic_names_survive_a_restart(tmp_path: Path) -> None:
 
 
 def test_a_state_saved_before_topic_names_existed_loads(tmp_path: Path) -> None:
-    raw = tracker_state.dump(GenerationTracker())
+    raw = state.dump(GenerationTracker())
     del raw["topic_names"]
-    assert tracker_state.load(raw).topic_names == {}
+    assert state.load(raw).topic_names == {}

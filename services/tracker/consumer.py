@@ -1,0 +1,155 @@
+"""The handlers of KIP-848 consumer groups' records: types 3-8 and 16.
+
+A generation is a group epoch. Its assignment is the target assignment (types 7 and 6),
+with topic ids named by the partition metadata (type 4), else by the tracker's
+cluster-wide `topic_names` (Kafka 4.x no longer writes type 4; the job fills that map
+from the cluster, `spark_jobs.topic_names`), else left as ids. A member subscribed by
+regex (`SubscribedTopicRegex`) is subscribed to the topics the coordinator resolved it
+to: its ConsumerGroupRegularExpression record (type 16). The generation is emitted when
+the target assignment metadata for the epoch arrives, at the position of the epoch's
+ConsumerGroupMetadata record. Mirrors Kafka's `GroupMetadataManager.replay` overloads for
+these records. Each handler first makes sure the group has a `Kip848State`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from services.store.batch import Generation, Member
+from services.tracker.model import (
+    MEMBER_FIELDS,
+    Assignment,
+    Kip848State,
+    Position,
+    Snapshot,
+    by_topic,
+    identity,
+)
+
+if TYPE_CHECKING:
+    from services.tracker.tracker import GenerationTracker
+
+Key = Mapping[str, Any]
+Value = Mapping[str, Any] | None
+
+
+def _state(tracker: GenerationTracker, key: Key) -> Kip848State:
+    return tracker.kip848.setdefault(key["group_id"], Kip848State())
+
+
+def group_metadata(tracker: GenerationTracker, key: Key, value: Value, at: Position) -> None:
+    """Type 3: the group epoch; a tombstone deletes the group."""
+    state = _state(tracker, key)
+    if value is None:
+        tracker.delete(key["group_id"], at, "consumer")
+        return
+    state.epoch, state.epoch_position = value["epoch"], at
+
+
+def partition_metadata(tracker: GenerationTracker, key: Key, value: Value, at: Position) -> None:
+    """Type 4: the names and partition counts of the subscribed topics' ids."""
+    state = _state(tracker, key)
+    if value is None:
+        return
+    for topic in value["topics"]:
+        state.topic_names[topic["topic_id"]] = topic["topic_name"]
+        state.partition_counts[topic["topic_name"]] = topic["num_partitions"]
+
+
+def member_metadata(tracker: GenerationTracker, key: Key, value: Value, at: Position) -> None:
+    """Type 5: a member joins or changes (its subscription, rack, ...); a tombstone: leaves."""
+    state = _state(tracker, key)
+    if value is None:
+        state.members.pop(key["member_id"], None)
+    else:
+        state.members[key["member_id"]] = {f: value[f] for f in MEMBER_FIELDS}
+
+
+def target_assignment_metadata(
+    tracker: GenerationTracker, key: Key, value: Value, at: Position
+) -> None:
+    """Type 6: the target assignment of an epoch is complete: one generation."""
+    state = _state(tracker, key)
+    if value is None:
+        return
+    _generation(tracker, key["group_id"], state, value["assignment_epoch"], at)
+
+
+def target_assignment_member(
+    tracker: GenerationTracker, key: Key, value: Value, at: Position
+) -> None:
+    """Type 7: a member's target partitions (by topic id)."""
+    state = _state(tracker, key)
+    if value is None:
+        state.targets.pop(key["member_id"], None)
+    else:
+        state.targets[key["member_id"]] = value["topic_partitions"]
+
+
+def current_member_assignment(
+    tracker: GenerationTracker, key: Key, value: Value, at: Position
+) -> None:
+    """Type 8: what a member owns while it converges on its target. Generations are
+    measured on target assignments, so only the group's state is kept."""
+    _state(tracker, key)
+
+
+def regular_expression(tracker: GenerationTracker, key: Key, value: Value, at: Position) -> None:
+    """Type 16: the topics the coordinator resolved a subscription regex to (Kafka 4.x)."""
+    state = _state(tracker, key)
+    if value is None:
+        state.regexes.pop(key["regular_expression"], None)
+    else:
+        state.regexes[key["regular_expression"]] = list(value["topics"])
+
+
+def _generation(
+    tracker: GenerationTracker, group: str, state: Kip848State, epoch: int, at: Position
+) -> None:
+    position = state.epoch_position if state.epoch == epoch and state.epoch_position else at
+    if tracker.seen(group, position):
+        return
+    members: list[Member] = []
+    assignment: Assignment = {}
+    topics: dict[str, tuple[str, ...]] = {}
+    for member_id, meta in sorted(state.members.items()):
+        ident = identity(member_id, meta["instance_id"])
+        target = state.targets.get(member_id, [])
+        assigned = [
+            (tracker.topic_name(state, tp["topic_id"]), p)
+            for tp in target
+            for p in tp["partitions"]
+        ]
+        assignment[ident] = assigned
+        topics[ident] = state.subscribed(meta)
+        members.append(
+            Member(
+                member_id=member_id,
+                client_id=meta["client_id"],
+                client_host=meta["client_host"],
+                group_instance_id=meta["instance_id"],
+                rebalance_timeout_ms=meta["rebalance_timeout_ms"],
+                subscribed_topics=topics[ident],
+                rack=meta["rack_id"],
+                assignment=by_topic(assigned),
+            )
+        )
+    assignors = {a for m in state.members.values() if (a := m.get("server_assignor")) is not None}
+    assignor = ",".join(sorted(assignors)) or "uniform"
+    snapshot = Snapshot(epoch, position, assignment, topics, assignor)
+    churn = tracker.advance(group, snapshot, "consumer")
+    tracker.generations.append(
+        Generation(
+            group=group,
+            generation=epoch,
+            source_partition=position.partition,
+            source_offset=position.offset,
+            source_time=position.time,
+            members=members,
+            group_type="consumer",
+            protocol_type="consumer",
+            assignor=assignor,
+            rebalance=churn,
+        )
+    )

@@ -1,0 +1,101 @@
+"""The tracker's state types: record positions, group snapshots, KIP-848 group state.
+
+Also the conversion of record times (epoch milliseconds) shared with the offset path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from services.store.batch import Repair
+
+Assignment = dict[str, list[tuple[str, int]]]  # identity -> [(topic, partition)]
+
+
+@dataclass(frozen=True)
+class Position:
+    """Where a record sits in the source: partition, offset and time."""
+
+    partition: int
+    offset: int
+    time: datetime
+
+
+@dataclass
+class Snapshot:
+    """The last generation of a group, as the tracker remembers it."""
+
+    generation: int
+    position: Position
+    assignment: Assignment
+    topics: dict[str, tuple[str, ...]]  # identity -> subscribed topics
+    protocol: str | None
+    revoking_from: Snapshot | None = None  # set on a cooperative revocation round
+
+
+MEMBER_FIELDS = (
+    "instance_id",
+    "rack_id",
+    "client_id",
+    "client_host",
+    "subscribed_topic_names",
+    "subscribed_topic_regex",
+    "rebalance_timeout_ms",
+    "server_assignor",
+)
+
+
+@dataclass
+class Kip848State:
+    """A KIP-848 group's state between its records."""
+
+    epoch: int | None = None
+    epoch_position: Position | None = None
+    topic_names: dict[str, str] = field(default_factory=dict)
+    partition_counts: dict[str, int] = field(default_factory=dict)
+    members: dict[str, dict[str, Any]] = field(default_factory=dict)
+    targets: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    regexes: dict[str, list[str]] = field(default_factory=dict)  # regex -> resolved topics
+
+    def subscribed(self, member: Mapping[str, Any]) -> tuple[str, ...]:
+        """A member's topics: those it names and those its regex resolved to (Kafka
+        4.x, KIP-848's broker-side regexes); a regex not resolved yet matches none."""
+        regex = member.get("subscribed_topic_regex")  # absent in older saved states
+        resolved = self.regexes.get(regex, []) if regex else []
+        return tuple(sorted({*member["subscribed_topic_names"], *resolved}))
+
+
+def identity(member_id: str, group_instance_id: str | None) -> str:
+    """Static members keep their identity across restarts (KIP-345)."""
+    return group_instance_id or member_id
+
+
+# The last millisecond of year 9999: Python's datetime ends there (PostgreSQL's later).
+MAX_MILLIS = 253_402_300_799_999
+OUT_OF_RANGE = "time out of the range of a date (stored as NULL)"
+
+
+def to_datetime(millis: int | None) -> datetime | None:
+    """A record's epoch milliseconds as a time; None for none (Kafka writes -1) and for
+    one out of the range of a date (see `time_repair`), which any client can send."""
+    if millis is None or not 0 <= millis <= MAX_MILLIS:
+        return None
+    return datetime.fromtimestamp(millis / 1000, tz=UTC)
+
+
+def time_repair(millis: int | None, field: str, partition: int, offset: int) -> Repair | None:
+    """The repair that records `millis` if `to_datetime` dropped it (not for -1: no time)."""
+    if millis is None or -1 <= millis <= MAX_MILLIS:
+        return None
+    return Repair(partition, offset, field, OUT_OF_RANGE, original_ms=millis)
+
+
+def by_topic(partitions: Iterable[tuple[str, int]]) -> dict[str, list[int]]:
+    """(topic, partition) pairs as the store's {topic: sorted partitions}."""
+    out: dict[str, list[int]] = {}
+    for topic, p in partitions:
+        out.setdefault(topic, []).append(p)
+    return {t: sorted(ps) for t, ps in sorted(out.items())}

@@ -1,0 +1,118 @@
+"""`GenerationTracker`: each group's last generation, and the generations it emits.
+
+The tracker keeps the state between records (each group's last `Snapshot`, each KIP-848
+group's `Kip848State`) and collects what the records produce (generations, group
+events, time repairs) until the job drains them into its batch. Each record goes through
+`dispatch.replay` to the handler of its type. Replays: a record at or before the last
+position seen for its group is skipped, so replaying a batch after a crash adds nothing.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from services.store.batch import Churn, Generation, GroupEvent, Repair
+from services.tracker import churn, dispatch
+from services.tracker.model import Kip848State, Position, Snapshot
+
+
+class GenerationTracker:
+    """Turns group records into store `Generation`s with their churn."""
+
+    def __init__(self, known: Mapping[str, Snapshot] | None = None) -> None:
+        self.last: dict[str, Snapshot] = dict(known or {})
+        self.kip848: dict[str, Kip848State] = {}
+        self.generations: list[Generation] = []
+        self.events: list[GroupEvent] = []
+        self.repairs: list[Repair] = []  # of the drained generations' times
+        # Topic id -> name for the whole cluster, given by the caller (the tracker does no
+        # I/O): used where a KIP-848 group's own partition metadata does not name an id.
+        self.topic_names: dict[str, str] = {}
+        # Since the last `drain_counts`: records of a type no handler takes (share and
+        # streams groups, or a type newer than the tracker), by type ...
+        self.unknown_types: Counter[str] = Counter()
+        # ... and rebalances whose baseline the assignor could not compute, by reason,
+        # with the first such group and the assignor's message for each reason.
+        self.baseline_failures: Counter[str] = Counter()
+        self.baseline_examples: dict[str, str] = {}
+
+    def add(self, record: Mapping[str, Any], position: Position) -> None:
+        """Feed one decoded record (codec output), in log order."""
+        dispatch.replay(self, record, position)
+
+    def unnamed_topic_ids(self, records: Iterable[Mapping[str, Any]] = ()) -> set[str]:
+        """The topic ids that KIP-848 targets refer to, in `records` or in the state kept
+        so far, that neither their group's partition metadata nor `topic_names` names."""
+        targets = [
+            (r["key"]["group_id"], r["value"]["topic_partitions"])
+            for r in records
+            if r["record_type"] == "consumer_group_target_assignment_member" and r["value"]
+        ]
+        targets += [(g, t) for g, state in self.kip848.items() for t in state.targets.values()]
+        unnamed: set[str] = set()
+        for group, target in targets:
+            own = self.kip848[group].topic_names if group in self.kip848 else {}
+            unnamed |= {tp["topic_id"] for tp in target} - own.keys() - self.topic_names.keys()
+        return unnamed
+
+    def topic_name(self, state: Kip848State, topic_id: str) -> str:
+        """A KIP-848 target's topic id by name: the group's, the cluster's, else the id."""
+        return state.topic_names.get(topic_id) or self.topic_names.get(topic_id, topic_id)
+
+    def drain(self) -> tuple[list[Generation], list[GroupEvent]]:
+        out = self.generations, self.events
+        self.generations, self.events = [], []
+        return out
+
+    def drain_repairs(self) -> list[Repair]:
+        out, self.repairs = self.repairs, []
+        return out
+
+    def drain_counts(self) -> tuple[Counter[str], Counter[str], dict[str, str]]:
+        """The unknown record types, the baseline failures and their examples, reset."""
+        out = self.unknown_types, self.baseline_failures, self.baseline_examples
+        self.unknown_types, self.baseline_failures, self.baseline_examples = (
+            Counter(),
+            Counter(),
+            {},
+        )
+        return out
+
+    def seen(self, group: str, position: Position) -> bool:
+        """True for a record at or before the last position seen for `group` (a replay)."""
+        last = self.last.get(group)
+        return last is not None and (
+            last.position.partition == position.partition
+            and position.offset <= last.position.offset
+        )
+
+    def delete(self, group: str, position: Position, group_type: str) -> None:
+        """A group tombstone: the group was deleted (or expired while empty)."""
+        self.events.append(
+            GroupEvent(
+                group,
+                position.time,
+                position.partition,
+                position.offset,
+                type=group_type,
+                deleted=True,
+            )
+        )
+        self.last.pop(group, None)
+        self.kip848.pop(group, None)
+
+    def advance(self, group: str, snapshot: Snapshot, group_type: str) -> Churn | None:
+        """Make `snapshot` the group's last generation; the churn from the one before
+        (None for the group's first generation and for a revocation round)."""
+        previous = self.last.get(group)
+        self.last[group] = snapshot
+        if previous is None:
+            return None
+        measured = churn.rebalance(previous, snapshot, group_type)
+        if measured.failure is not None:
+            reason = measured.failure.reason
+            self.baseline_failures[reason] += 1
+            self.baseline_examples.setdefault(reason, f"group {group!r}: {measured.failure.detail}")
+        return measured.churn
