@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed
 # (root, or sudo without a password); otherwise those tests skip and say why.
 APT_PACKAGES := prometheus:prometheus gcc:gcc
 
-.PHONY: setup system-deps kafka demo test lint format docs bench dist clean
+.PHONY: setup system-deps kafka demo test test-fast lint format docs bench dist clean
 
 system-deps:
 	@missing=""; for pair in $(APT_PACKAGES); do \
@@ -56,6 +56,15 @@ demo: setup
 
 test: setup system-deps kafka lint
 	$(BIN)/python -m pytest
+
+# The quick loop (docs/testing.md, "Running them"): ruff, then only the tests marked
+# `unit`, which start no Spark, PostgreSQL, broker, Prometheus or JVM, on two workers
+# (pytest-xdist; CI has 2 cores). No mypy and no `setup` (the JVM archive): the unit
+# tier needs neither. `make test` runs everything.
+test-fast: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/python -m pytest -m unit -q -n 2
 
 # mypy checks services/ and spark_jobs/ as [tool.mypy] in pyproject.toml says; its cache
 # (.mypy_cache) makes a run after a small change take seconds.

@@ -145,6 +145,7 @@ def test_the_exporter_stops_its_database_on_a_signal(job_data_dir: Path, signum:
         job.kill()
 
 
+@pytest.mark.spark
 def test_the_demo_stops_its_database_and_spark_on_sigterm(job_data_dir: Path) -> None:
     workdir = job_data_dir / "demo"
     job = Command(["demo", "--serve", "--port", "0", "--workdir", str(workdir)], job_data_dir)
@@ -169,6 +170,7 @@ def truth(capture: Path, name: str) -> list[dict]:
     return [json.loads(line) for line in (capture / "truth" / name).read_text().splitlines()]
 
 
+@pytest.mark.spark
 def test_a_stream_stopped_by_sigterm_restarts_where_it_stopped(
     job_data_dir: Path, capture: Path, tmp_path: Path
 ) -> None:

@@ -33,7 +33,7 @@ from services.store.database import create_store_engine
 from tests.fixtures.spark_cluster import StandaloneCluster, node_environment, spark_home
 from tests.job.test_stream_truth import table_contents
 
-pytestmark = pytest.mark.spark_cluster
+pytestmark = pytest.mark.cluster
 
 ROOT = Path(__file__).resolve().parents[2]
 RUN_TIMEOUT_S = 300.0

@@ -10,8 +10,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.fixtures.real_kafka import free_port
 from tests.fixtures.spark_cluster import spark_home
+
+# Each test starts a driver JVM in local mode (spark-submit or the job itself).
+pytestmark = pytest.mark.spark
 
 ROOT = Path(__file__).resolve().parents[2]
 KEYS = (

@@ -13,6 +13,9 @@ import pytest
 from spark_jobs import jvm_archive
 from spark_jobs.jvm_archive import archive_options, archive_path
 
+# Builds the archive with a real driver JVM and starts Spark sessions on it.
+pytestmark = pytest.mark.spark
+
 SESSION = (
     "from spark_jobs.session import spark_session; s = spark_session('local[1]'); "
     "print('rows', s.range(4).count())"

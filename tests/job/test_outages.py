@@ -141,6 +141,7 @@ def final_line(done: subprocess.CompletedProcess) -> str:
     return done.stderr.strip().splitlines()[-1]
 
 
+@pytest.mark.spark
 def test_once_against_an_unreachable_database_fails_in_one_line(tmp_path: Path) -> None:
     (tmp_path / "records").mkdir()
     started = time.monotonic()
@@ -529,6 +530,7 @@ def test_once_gives_up_on_a_long_database_outage_in_one_line_and_resumes_later(
         engine.dispose()
 
 
+@pytest.mark.broker
 @pytest.mark.parametrize("kind", ["python", "native"])
 def test_a_range_read_waits_for_a_frozen_broker_or_gives_up_after_max_outage(
     own_tansu: Tansu, kind: str, monkeypatch: pytest.MonkeyPatch
