@@ -35,6 +35,13 @@ class _Invalid(Exception):
     """Raised inside fast decoders; the checked decoder then says what was wrong."""
 
 
+# What a fast decoder raises on bytes it cannot read: its own checks (`_Invalid`), a read
+# past the end (`struct.error`, `IndexError`), bad UTF-8 (`UnicodeDecodeError`, a
+# ValueError). Callers catch these and run the checked decoder, which names the field;
+# anything else is a defect and propagates.
+FAST_DECODE_ERRORS: tuple[type[Exception], ...] = (_Invalid, struct.error, IndexError, ValueError)
+
+
 def read_uvarint(buf: bytes, pos: int) -> tuple[int, int]:
     """`ByteUtils.readUnsignedVarint`: at most 5 bytes, 7 bits each, low group first."""
     value = shift = 0

@@ -22,7 +22,7 @@ from __future__ import annotations
 import struct
 from typing import Any
 
-from services.codec.compiler import decoder
+from services.codec.compiler import FAST_DECODE_ERRORS, decoder
 from services.codec.encoder import encode_message
 from services.codec.errors import DecodeError
 from services.codec.schema import Message
@@ -56,13 +56,13 @@ def _decode(message: Message, decoders: list[Any], data: bytes) -> dict[str, Any
         if pos != end:
             result["raw"] = data  # trailing bytes (a newer version's fields): keep them
         return result
-    except Exception:
+    except FAST_DECODE_ERRORS:
         pass
     # The longest complete prefix: an older layout that ends exactly at the end.
     for older in range(schema_version - 1, -1, -1):
         try:
             fields, pos = decoders[older](data, 2)
-        except Exception:
+        except FAST_DECODE_ERRORS:
             continue
         if pos == end:  # the decoder filled the missing fields with their defaults
             return {"version": version, **fields, "raw": data}

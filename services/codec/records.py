@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from services.codec import schemas as s
-from services.codec.compiler import Decoder, decoder
+from services.codec.compiler import FAST_DECODE_ERRORS, Decoder, decoder
 from services.codec.embedded import decode_member_protocols, encode_assignment, encode_subscription
 from services.codec.encoder import encode_message
 from services.codec.errors import DecodeError, EncodeError
@@ -188,7 +188,7 @@ def _decode_body(message: Message, version: int, data: bytes) -> dict[str, Any]:
     """Decode `data[2:]`; any failure becomes a DecodeError naming the field and offset."""
     try:
         fields, end = decoder(message, version)(data, 2)
-    except Exception:
+    except FAST_DECODE_ERRORS:
         try:
             decoder(message, version, checked=True)(data, 2)
         except DecodeError as exc:
@@ -243,7 +243,7 @@ def decode_record(key: bytes, value: bytes | None) -> Record:
     """
     # Fast path for well-formed records of known types; anything else (tombstones,
     # unknown types or versions, errors, fallbacks) takes the full path below.
-    if value is not None:
+    if value is not None and key is not None:
         try:
             type_id = key[0] << 8 | key[1]
             version = value[0] << 8 | value[1]
@@ -259,9 +259,14 @@ def decode_record(key: bytes, value: bytes | None) -> Record:
                         "key": key_fields,
                         "value": value_fields,
                     }
-        except Exception:
+        except _FAST_PATH_MISSES:  # the full path decodes it, or says what is wrong
             pass
     return _decode_record_full(key, value)
+
+
+# No fast decoder for the type or version yet (KeyError), bytes a fast decoder cannot
+# read, or an embedded protocol that fails inside it (DecodeError).
+_FAST_PATH_MISSES: tuple[type[Exception], ...] = (KeyError, DecodeError, *FAST_DECODE_ERRORS)
 
 
 def _decode_record_full(key: bytes, value: bytes | None) -> Record:
