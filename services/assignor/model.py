@@ -192,9 +192,10 @@ def check_partition_racks(
             )
         entries = []
         for entry in per_partition:
-            if isinstance(entry, str) or not all(
-                r is None or isinstance(r, str) for r in entry or ()
-            ):
+            listed = entry is None or (
+                isinstance(entry, Sequence) and not isinstance(entry, (str, bytes))
+            )
+            if not listed or not all(r is None or isinstance(r, str) for r in entry or ()):
                 raise AssignmentError(
                     f"partition_racks[{topic!r}]: each entry is a list of rack names"
                 )

@@ -121,6 +121,22 @@ def test_assign_command_rejects_owned_that_is_not_a_list(monkeypatch, capsys, as
     assert err.count("\n") == 1
 
 
+@pytest.mark.parametrize("entry", [5, 2.5, True, {"r": 1}])
+def test_assign_command_rejects_a_rack_entry_that_is_not_a_list(monkeypatch, capsys, entry):
+    """A scalar where a partition's list of replica racks belongs was iterated, and the
+    command ended in a TypeError traceback."""
+    scenario = {
+        "assignor": "sticky",
+        "partitions_per_topic": {"t": 2},
+        "partition_racks": {"t": [["r0"], entry]},
+        "members": [{"id": "a", "topics": ["t"], "rack": "r0"}],
+    }
+    code, out, err = run_cli(monkeypatch, capsys, ["assign"], json.dumps(scenario))
+    assert code == 2 and out == ""
+    assert err.endswith("partition_racks['t']: each entry is a list of rack names\n")
+    assert err.count("\n") == 1
+
+
 WHATIF = {
     "partitions_per_topic": {"orders": 12},
     "members": [{"id": f"c{i}", "topics": ["orders"]} for i in range(3)],
