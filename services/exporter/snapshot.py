@@ -40,7 +40,7 @@ LEFT JOIN LATERAL (
 REBALANCES = """
 SELECT group_name, count(*), sum(partitions_moved), coalesce(sum(baseline_moves), 0),
     coalesce(sum(minimum_moves), 0),
-    count(*) FILTER (WHERE time > now() - make_interval(secs => %(window)s))
+    count(*) FILTER (WHERE time > %(now)s - make_interval(secs => %(window)s))
 FROM rebalances
 GROUP BY group_name
 """
@@ -216,6 +216,9 @@ def read_snapshot(
 ) -> StoreSnapshot:
     """One consistent read (a REPEATABLE READ transaction) of everything published.
 
+    The storm window ends at `now`, the exporter's clock (as every "seconds since" gauge
+    is), not the database server's.
+
     With `schema` (an Alembic revision), first checks that the database is at it.
     Raises `StoreUnavailableError` when the database cannot be read, and
     `SchemaOutdatedError` when it is not at `schema`.
@@ -229,7 +232,7 @@ def read_snapshot(
                     _require_revision(cur, schema)
                 cur.execute(GROUPS)
                 groups = [GroupRow(*row) for row in cur.fetchall()]
-                cur.execute(REBALANCES, {"window": storm_window_s})
+                cur.execute(REBALANCES, {"window": storm_window_s, "now": now})
                 totals = {r[0]: RebalanceTotals(*r[1:]) for r in cur.fetchall()}
                 cur.execute(LAST_REBALANCES)
                 last = {r[0]: LastRebalance(*r[1:]) for r in cur.fetchall()}

@@ -131,6 +131,14 @@ def value(samples: dict, name: str, **labels: str) -> float:
     return samples[("groupscope_" + name, tuple(sorted(labels.items())))]
 
 
+def test_the_storm_window_ends_at_the_exporters_clock(seeded: Engine) -> None:
+    """Counted against the `now` given, not the database's clock: 20 minutes on, the
+    crash loop's six rebalances (1 to 6 minutes before NOW) have left a 10-minute window."""
+    later = read_snapshot(seeded, 600, NOW + timedelta(minutes=20))
+    assert later.rebalances["crashy"].in_window == 0
+    assert read_snapshot(seeded, 600, NOW).rebalances["crashy"].in_window == 6
+
+
 def test_group_state_generation_and_members(seeded: Engine) -> None:
     s = scrape(seeded)
     info = {k[1]: v for k, v in s.items() if k[0] == "groupscope_group_info"}
