@@ -33,6 +33,7 @@ def assign(
     partitions_per_topic: Mapping[str, int],
     members: Sequence[RawMember | Member],
     partition_racks: Mapping[str, Sequence[Sequence[str] | None]] | None = None,
+    topic_ids: Mapping[str, str] | None = None,
 ) -> dict[str, list[tuple[str, int]]]:
     """Run Kafka's ``assignor`` and return each member's partitions as (topic, partition).
 
@@ -40,6 +41,9 @@ def assign(
     ``generation`` (None or -1 for none), ``rack`` and ``group_instance_id``. The order of
     ``members`` stands for the order of Kafka's JoinGroup member list, which only matters
     where Kafka's result depends on HashMap iteration order.
+
+    ``topic_ids`` (topic name -> Kafka's base64 ``Uuid``) matter to ``uniform`` only, which
+    orders topics by id; topics without one get ids that order like their names.
 
     Raises ``AssignmentError`` for malformed input and ``PartitionAssignorError`` where
     Kafka's server-side assignors raise ``PartitionAssignorException``.
@@ -55,7 +59,7 @@ def assign(
     if assignor == "roundrobin":
         return assign_roundrobin(counts, group)
     if assignor == "uniform":
-        return assign_uniform(counts, group, racks)
+        return assign_uniform(counts, group, racks, topic_ids)
     return assign_server_range(counts, group)
 
 

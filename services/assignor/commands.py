@@ -15,10 +15,13 @@ input (stdin), one JSON object:
      {"id": "c1", "topics": ["orders", "payments"], "owned": [["orders", 0]],
       "generation": 4, "rack": "eu-1a", "group_instance_id": null},
      {"id": "c2", "topics": ["orders"]}],
-   "partition_racks": {"orders": [["eu-1a", "eu-1b"], ...]}}     (optional)
+   "partition_racks": {"orders": [["eu-1a", "eu-1b"], ...]},    (optional)
+   "topic_ids": {"orders": "f8Hq2bTQR3OQmcfYxZYQnQ", ...}}       (optional)
   assignors: range, roundrobin, sticky, cooperative-sticky (client side), uniform and
   server-range (KIP-848, server side). "owned" is what the member reports it owns (for
-  sticky: its previous assignment); generation null or -1 means none.
+  sticky: its previous assignment); generation null or -1 means none. "topic_ids" (as
+  kafka-topics.sh --describe prints them) matter to uniform only, which orders topics by
+  id as the broker does; without them, ids that order like the names stand in.
 
 output:
   {"assignment": {"c1": [["orders", 0], ...], "c2": [...]}}
@@ -109,6 +112,7 @@ def run_assign(args: argparse.Namespace) -> int:
             scenario.get("partitions_per_topic") or {},
             scenario.get("members") or [],
             scenario.get("partition_racks"),
+            scenario.get("topic_ids"),
         )
     except AssignmentError as exc:
         raise UsageError(str(exc)) from None

@@ -47,10 +47,30 @@ def default_capacity(max_size: int) -> int:
     return capacity
 
 
+def copy_capacity(size: int) -> int:
+    """Table size of a HashMap or HashSet copied from a collection of ``size`` elements
+    (``new HashSet<>(c)``: ``tableSizeFor(max((int) (size / .75f) + 1, 16))``)."""
+    wanted = max(size * 4 // 3 + 1, 16)
+    return 1 << (wanted - 1).bit_length()
+
+
+def bucket_order(hashes: Sequence[int], capacity: int) -> list[int]:
+    """Indices of elements, inserted in this order with these 32-bit ``hashCode``s, in the
+    order a HashMap or HashSet of table size ``capacity`` iterates them: by bucket, and
+    within a bucket by insertion (a resize keeps that relative order)."""
+    mask = capacity - 1
+    return sorted(range(len(hashes)), key=lambda i: (spread(hashes[i]) & mask, i))
+
+
 def hashmap_order(keys: Sequence[str]) -> list[int]:
     """Indices of ``keys`` in the order a default HashMap filled in this order iterates them."""
-    mask = default_capacity(len(keys)) - 1
-    return sorted(range(len(keys)), key=lambda i: (spread(string_hash(keys[i])) & mask, i))
+    return bucket_order([string_hash(k) for k in keys], default_capacity(len(keys)))
+
+
+def int_set_order(values: Sequence[int]) -> list[int]:
+    """``values`` (distinct, non-negative, below 2**31) as a default ``HashSet<Integer>``
+    filled in this order iterates them (``Integer.hashCode`` is the value)."""
+    return [values[i] for i in bucket_order(values, default_capacity(len(values)))]
 
 
 class JavaHashSetPicker:

@@ -12,7 +12,7 @@ any other exception is a defect and propagates.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 
 from services.assignor import assign
@@ -71,13 +71,19 @@ def still_revoking(start: Assignment, after: Assignment) -> bool:
     )
 
 
-def rebalance(previous: Snapshot, snapshot: Snapshot, group_type: str) -> Measured:
+def rebalance(
+    previous: Snapshot,
+    snapshot: Snapshot,
+    group_type: str,
+    topic_ids: Mapping[str, str] | None = None,
+) -> Measured:
     """The churn from `previous` to `snapshot`, the group's next generation.
 
     Under a cooperative protocol, a generation that leaves a survivor's partition
     unowned is a revocation round (`snapshot.revoking_from` is set, no churn); the
     episode's churn is measured from the generation before it, when every partition is
-    owned again (docs/architecture.md, "Cooperative episodes")."""
+    owned again (docs/architecture.md, "Cooperative episodes"). `topic_ids` (name ->
+    Kafka topic id) go to the `uniform` baseline, which orders topics by id."""
     if group_type == "classic" and is_cooperative(snapshot.protocol):
         if previous.revoking_from is not None:
             if still_revoking(previous.revoking_from.assignment, snapshot.assignment):
@@ -94,7 +100,7 @@ def rebalance(previous: Snapshot, snapshot: Snapshot, group_type: str) -> Measur
         assignor = KIP848_BASELINES.get(snapshot.protocol or "", "uniform")
     else:
         assignor = "sticky"
-    return measure(previous, snapshot, assignor, False)
+    return measure(previous, snapshot, assignor, False, topic_ids)
 
 
 def partition_counts(*assignments: Assignment, topics: Iterable[str] = ()) -> dict[str, int]:
@@ -115,7 +121,11 @@ def subscribed_counts(before: Snapshot, after: Snapshot) -> dict[str, int]:
 
 
 def baseline(
-    before: Snapshot, after: Snapshot, assignor: str, counts: dict[str, int]
+    before: Snapshot,
+    after: Snapshot,
+    assignor: str,
+    counts: dict[str, int],
+    topic_ids: Mapping[str, str] | None = None,
 ) -> Assignment:
     """What Kafka's assignor would have produced from `before` for `after`'s members."""
     topics = set(counts)
@@ -130,7 +140,7 @@ def baseline(
         )
         for ident in sorted(after.topics)
     ]
-    result = assign(assignor, counts, members)
+    result = assign(assignor, counts, members, None, topic_ids)
     if assignor == "cooperative-sticky":  # the follow-up round assigns what was revoked
         members = [
             replace(m, owned=tuple(result[m.id]), generation=after.generation) for m in members
@@ -139,14 +149,21 @@ def baseline(
     return result
 
 
-def measure(before: Snapshot, after: Snapshot, assignor: str, episode: bool) -> Measured:
+def measure(
+    before: Snapshot,
+    after: Snapshot,
+    assignor: str,
+    episode: bool,
+    topic_ids: Mapping[str, str] | None = None,
+) -> Measured:
     """The churn of a rebalance: actual moves, the assignor's baseline and the minimum."""
     old, new = owners(before.assignment), owners(after.assignment)
     actual = moves(before.assignment, after.assignment)
     counts = subscribed_counts(before, after)
     failure = None
     try:
-        base: int | None = moves(before.assignment, baseline(before, after, assignor, counts)).total
+        expected = baseline(before, after, assignor, counts, topic_ids)
+        base: int | None = moves(before.assignment, expected).total
     except AssignmentError as exc:  # an input the assignor rejects, as Kafka's would
         base = None
         failure = BaselineFailure(f"{assignor}: {type(exc).__name__}", str(exc))

@@ -113,9 +113,14 @@ def _generation(
     members: list[Member] = []
     assignment: Assignment = {}
     topics: dict[str, tuple[str, ...]] = {}
+    # name -> id of the group's topics: the uniform baseline orders topics by id, as the
+    # coordinator does; the group's partition metadata names some, its targets the rest.
+    topic_ids = {name: tid for tid, name in state.topic_names.items()}
     for member_id, meta in sorted(state.members.items()):
         ident = identity(member_id, meta["instance_id"])
         target = state.targets.get(member_id, [])
+        for tp in target:
+            topic_ids[tracker.topic_name(state, tp["topic_id"])] = tp["topic_id"]
         assigned = [
             (tracker.topic_name(state, tp["topic_id"]), p)
             for tp in target
@@ -138,7 +143,7 @@ def _generation(
     assignors = {a for m in state.members.values() if (a := m.get("server_assignor")) is not None}
     assignor = ",".join(sorted(assignors)) or "uniform"
     snapshot = Snapshot(epoch, position, assignment, topics, assignor)
-    churn = tracker.advance(group, snapshot, "consumer")
+    churn = tracker.advance(group, snapshot, "consumer", topic_ids)
     tracker.generations.append(
         Generation(
             group=group,

@@ -103,14 +103,21 @@ class GenerationTracker:
         self.last.pop(group, None)
         self.kip848.pop(group, None)
 
-    def advance(self, group: str, snapshot: Snapshot, group_type: str) -> Churn | None:
+    def advance(
+        self,
+        group: str,
+        snapshot: Snapshot,
+        group_type: str,
+        topic_ids: Mapping[str, str] | None = None,
+    ) -> Churn | None:
         """Make `snapshot` the group's last generation; the churn from the one before
-        (None for the group's first generation and for a revocation round)."""
+        (None for the group's first generation and for a revocation round). `topic_ids`
+        (name -> Kafka topic id) order a KIP-848 group's topics for its baseline."""
         previous = self.last.get(group)
         self.last[group] = snapshot
         if previous is None:
             return None
-        measured = churn.rebalance(previous, snapshot, group_type)
+        measured = churn.rebalance(previous, snapshot, group_type, topic_ids)
         if measured.failure is not None:
             reason = measured.failure.reason
             self.baseline_failures[reason] += 1

@@ -6,13 +6,14 @@ a consumer receives them (``ConsumerProtocol.serializeAssignment`` groups Kafka'
 topic, in order of first appearance); server-side ones as sets per member (Kafka returns
 HashSets). Where Kafka throws, ours must raise ``AssignmentError``.
 
-Server side, Kafka orders topics by topic id; the harness gives topics ids whose order
-(UUID order and HashSet order) is the order of their names, which is what our uniform
-assignor uses.
+Server side, Kafka orders topics by topic id (``Uuid.compareTo`` and ``HashSet``
+order). Where a test gives no ids, both sides number the topics in name order; the tests
+that draw random ids (``topic_ids``) hand the same ids to both.
 """
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Mapping, Sequence
 
 import pytest
@@ -107,16 +108,34 @@ def groups(
     return counts, members, partition_racks
 
 
-def ours(assignor: str, counts: Mapping, members: Sequence[dict], racks: dict | None):
+@st.composite
+def topic_ids(draw: st.DrawFn) -> dict[str, str]:
+    """Random Kafka topic ids (``Uuid.toString``: URL-safe base64, unpadded) for some or
+    all of the pool's topics. Ids of the form ``Uuid(n, 0)`` are left out: both sides
+    number the topics without an id that way."""
+    named = draw(st.lists(st.sampled_from(TOPIC_POOL), unique=True))
+    raw = st.binary(min_size=16, max_size=16).filter(lambda b: b[8:] != bytes(8))
+    ids = draw(st.lists(raw, min_size=len(named), max_size=len(named), unique=True))
+    text = [base64.urlsafe_b64encode(b).rstrip(b"=").decode() for b in ids]
+    return dict(zip(named, text, strict=True))
+
+
+def ours(
+    assignor: str,
+    counts: Mapping,
+    members: Sequence[dict],
+    racks: dict | None,
+    ids: Mapping[str, str] | None = None,
+):
     try:
-        return assign(assignor, counts, members, racks)
+        return assign(assignor, counts, members, racks, ids)
     except AssignmentError as exc:
         return exc
 
 
-def kafkas(kafka: KafkaAssignors, assignor: str, counts, members, racks):
+def kafkas(kafka: KafkaAssignors, assignor: str, counts, members, racks, ids=None):
     try:
-        return kafka.assign(assignor, counts, members, racks)
+        return kafka.assign(assignor, counts, members, racks, ids)
     except KafkaRaised as exc:
         return exc
 
@@ -193,10 +212,19 @@ UNIFORM_OFF_RACK = (
 )
 
 
-def check_same(kafka: KafkaAssignors, assignor: str, counts, members, racks=None):
+# uniform: the ids order "x" after "y" (by Uuid and in a HashSet), the reverse of names.
+UNIFORM_IDS_AGAINST_NAMES = (
+    {"x": 2, "y": 2},
+    [m("A", ["x"]), m("B", ["x", "y"]), m("C", ["y"])],
+    None,
+)
+REVERSED_IDS = {"x": "AAAAAAAAAAIAAAAAAAAAAQ", "y": "AAAAAAAAAAEAAAAAAAAAAQ"}
+
+
+def check_same(kafka: KafkaAssignors, assignor: str, counts, members, racks=None, ids=None):
     """Ours equals Kafka's (or both fail); returns the assignment."""
-    expected = kafkas(kafka, assignor, counts, members, racks)
-    actual = ours(assignor, counts, members, racks)
+    expected = kafkas(kafka, assignor, counts, members, racks, ids)
+    actual = ours(assignor, counts, members, racks, ids)
     if isinstance(expected, KafkaRaised):
         assert isinstance(actual, AssignmentError), (
             f"Kafka raised {expected} but we assigned {actual}"
@@ -231,6 +259,19 @@ def test_server_side_assignors_equal_kafkas(kafka_assignors, assignor, group):
     check_same(kafka_assignors, assignor, *group)
 
 
+@CHECKED
+@given(
+    assignor=st.sampled_from(SERVER),
+    group=groups(exclusive_owned=True, max_partitions=20),
+    ids=topic_ids(),
+)
+@example(assignor="uniform", group=UNIFORM_IDS_AGAINST_NAMES, ids=REVERSED_IDS)
+def test_server_side_assignors_order_topics_by_their_ids(kafka_assignors, assignor, group, ids):
+    """Real topic ids, in no relation to the names: which partitions move depends on
+    their ``Uuid`` order and ``HashSet`` order, as in Kafka."""
+    check_same(kafka_assignors, assignor, *group, ids)
+
+
 @settings(CHECKED, max_examples=100)
 @given(
     assignor=st.sampled_from([*CLIENT, *SERVER]),
@@ -252,9 +293,13 @@ def test_members_outnumbering_partitions(kafka_assignors, assignor, group):
 
 
 @st.composite
-def rebalances(draw: st.DrawFn) -> tuple[str, dict, list[list[dict]], dict | None]:
-    """An assignor, a topic layout and the member lists of several rounds in a row."""
-    assignor = draw(st.sampled_from([*STICKY, "uniform", "range"]))
+def rebalances(
+    draw: st.DrawFn,
+) -> tuple[str, dict, list[list[dict]], dict | None, dict[str, str] | None]:
+    """An assignor, a topic layout (with topic ids, server side) and the member lists of
+    several rounds in a row."""
+    assignor = draw(st.sampled_from([*CLIENT, *SERVER]))
+    ids = draw(topic_ids()) if assignor in SERVER else None
     counts, members, racks = draw(groups(owned=False, identical=draw(st.booleans())))
     rounds = [members]
     for _ in range(draw(st.integers(1, 4))):
@@ -262,29 +307,29 @@ def rebalances(draw: st.DrawFn) -> tuple[str, dict, list[list[dict]], dict | Non
         if current and draw(st.booleans()):
             current.pop(draw(st.integers(0, len(current) - 1)))
         if draw(st.booleans()):
-            ids = {m["id"] for m in current}
-            free = [i for i in MEMBER_POOL if i not in ids]
+            present = {m["id"] for m in current}
+            free = [i for i in MEMBER_POOL if i not in present]
             if free:
                 template = draw(st.sampled_from(members))
                 joiner = {**template, "id": draw(st.sampled_from(free)), "group_instance_id": None}
                 current.append(joiner)
         if current:
             rounds.append(current)
-    return assignor, counts, rounds, racks
+    return assignor, counts, rounds, racks, ids
 
 
 @CHECKED
 @given(case=rebalances())
 def test_rebalance_sequences_equal_kafkas(kafka_assignors, case):
     """Each round's output is the next round's owned partitions (generation = round)."""
-    assignor, counts, rounds, racks = case
+    assignor, counts, rounds, racks, ids = case
     owned: dict[str, list] = {}
     for generation, members in enumerate(rounds, start=1):
         group = [
             {**m, "owned": owned.get(m["id"], []), "generation": generation if owned else None}
             for m in members
         ]
-        result = check_same(kafka_assignors, assignor, counts, group, racks)
+        result = check_same(kafka_assignors, assignor, counts, group, racks, ids)
         if result is None:
             return
         owned = result

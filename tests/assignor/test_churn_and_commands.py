@@ -137,6 +137,46 @@ def test_assign_command_rejects_a_rack_entry_that_is_not_a_list(monkeypatch, cap
     assert err.count("\n") == 1
 
 
+def test_assign_command_orders_uniform_topics_by_the_given_ids(monkeypatch, capsys):
+    """The ids put "y" before "x" (Uuid and HashSet order), so the member subscribed to
+    both takes a partition of "y", the reverse of what the names alone give."""
+    scenario = {
+        "assignor": "uniform",
+        "partitions_per_topic": {"x": 1, "y": 1},
+        "members": [{"id": "A", "topics": ["x", "y"]}, {"id": "B", "topics": ["x", "y"]}],
+    }
+    code, out, _ = run_cli(monkeypatch, capsys, ["assign"], json.dumps(scenario))
+    assert code == 0 and json.loads(out)["assignment"] == {"A": [["x", 0]], "B": [["y", 0]]}
+    scenario["topic_ids"] = {"x": "AAAAAAAAAAIAAAAAAAAAAQ", "y": "AAAAAAAAAAEAAAAAAAAAAQ"}
+    code, out, _ = run_cli(monkeypatch, capsys, ["assign"], json.dumps(scenario))
+    assert code == 0 and json.loads(out)["assignment"] == {"A": [["y", 0]], "B": [["x", 0]]}
+
+
+@pytest.mark.parametrize(
+    ("ids", "reason"),
+    [
+        ({"x": "not-a-uuid"}, "topic id 'not-a-uuid' is not a Kafka Uuid"),
+        ({"x": "AAAAAAAAAAIAAAAAAAAA"}, "is not a Kafka Uuid (22 base64 characters)"),
+        ({"x": 7}, "topic 'x': its id must be a string, not 7"),
+        (["x"], "topic ids must map topic names to ids"),
+        (
+            {"x": "AAAAAAAAAAIAAAAAAAAAAQ", "y": "AAAAAAAAAAIAAAAAAAAAAQ"},
+            "topics 'x' and 'y' have the same id",
+        ),
+    ],
+)
+def test_assign_command_rejects_bad_topic_ids_in_one_line(monkeypatch, capsys, ids, reason):
+    scenario = {
+        "assignor": "uniform",
+        "partitions_per_topic": {"x": 1, "y": 1},
+        "members": [{"id": "A", "topics": ["x", "y"]}],
+        "topic_ids": ids,
+    }
+    code, out, err = run_cli(monkeypatch, capsys, ["assign"], json.dumps(scenario))
+    assert code == 2 and out == ""
+    assert reason in err and err.count("\n") == 1
+
+
 WHATIF = {
     "partitions_per_topic": {"orders": 12},
     "members": [{"id": f"c{i}", "topics": ["orders"]} for i in range(3)],

@@ -68,19 +68,22 @@ def test_every_consumer_group_record_type_has_its_own_handler() -> None:
 
 
 def test_a_baseline_the_assignor_rejects_is_counted_with_its_reason() -> None:
-    """A target that lists partition 0 of "stock" twice: the uniform assignor, given
-    those owned partitions, leaves partitions unassigned and raises (as Kafka's throws
-    PartitionAssignorException). The rebalance is stored without a baseline and the
-    failure is counted with its reason and an example; the actual moves still count."""
+    """Targets that give partition 0 of "stock" to two members, which the coordinator
+    never writes: the uniform assignor rejects such owned partitions. The rebalance is
+    stored without a baseline and the failure is counted with its reason and an example;
+    the actual moves still count."""
     records = [
         member_meta("m1"),
+        member_meta("m3"),
         *epoch(1),
-        target("m1", [0, 0, 1, 2, 3]),
+        target("m1", [0, 1, 2, 3]),
+        target("m3", [0]),
         target_epoch(1),
         member_meta("m2"),
         *epoch(2),
         target("m1", [0, 1]),
         target("m2", [2, 3]),
+        target("m3", []),
         target_epoch(2),
     ]
     tracker = GenerationTracker()
@@ -89,11 +92,11 @@ def test_a_baseline_the_assignor_rejects_is_counted_with_its_reason() -> None:
     (_, second), _ = tracker.drain()
     churn = second.rebalance
     assert churn is not None
-    assert (churn.moved, churn.baseline_moves, churn.baseline_assignor) == (2, None, "uniform")
-    assert tracker.baseline_failures == Counter({"uniform: PartitionAssignorError": 1})
+    assert (churn.moved, churn.baseline_moves, churn.baseline_assignor) == (3, None, "uniform")
+    assert tracker.baseline_failures == Counter({"uniform: AssignmentError": 1})
     _, failures, examples = tracker.drain_counts()
-    assert failures == Counter({"uniform: PartitionAssignorError": 1})
-    assert examples["uniform: PartitionAssignorError"].startswith("group 'k': ")
+    assert failures == Counter({"uniform: AssignmentError": 1})
+    assert examples["uniform: AssignmentError"].startswith("group 'k': ")
     assert not tracker.baseline_failures and not tracker.baseline_examples
 
 

@@ -415,3 +415,61 @@ def test_kip848_targets_kept_from_earlier_batches_are_unnamed_until_named() -> N
     named = GenerationTracker()
     feed(named, kip848_records(named=True)[:4])  # the group's own metadata names it
     assert named.unnamed_topic_ids() == set()
+
+
+# Ids that order "y" < "x" < "z" (Uuid.compareTo, and HashSet order): not the names' order.
+IDS = {"x": "AAAAAAAAAAIAAAAAAAAAAQ", "y": "AAAAAAAAAAEAAAAAAAAAAQ", "z": "AAAAAAAAAAMAAAAAAAAAAQ"}
+
+
+def test_the_uniform_baseline_orders_topics_by_their_ids() -> None:
+    """m2 joins m0 (on "z" and "x") and m1 (on "y"). Which partitions Kafka's uniform
+    assignor takes from whom depends on the topics' ids; with these ids it moves four
+    partitions, where ids in name order would move three. The targets below are Kafka's
+    answer for these ids (as `services.assignor.assign` gives it, which the differential
+    tests hold equal to Kafka's UniformAssignor); the baseline must agree: excess 0."""
+
+    def meta(mid: str, topics: list[str]) -> dict:
+        return kip848(
+            "consumer_group_member_metadata",
+            {"group_id": "k", "member_id": mid},
+            {
+                "instance_id": None,
+                "rack_id": None,
+                "client_id": f"c-{mid}",
+                "client_host": "/h",
+                "subscribed_topic_names": topics,
+                "subscribed_topic_regex": None,
+                "rebalance_timeout_ms": 1000,
+                "server_assignor": "uniform",
+            },
+        )
+
+    def owns(mid: str, parts: dict[str, list[int]]) -> dict:
+        value = [{"topic_id": IDS[t], "partitions": ps} for t, ps in parts.items()]
+        return kip848(
+            "consumer_group_target_assignment_member",
+            {"group_id": "k", "member_id": mid},
+            {"topic_partitions": value},
+        )
+
+    records = [
+        meta("m0", ["z", "x"]),
+        meta("m1", ["y"]),
+        *epoch(1),
+        owns("m0", {"x": [0, 1, 2, 3], "z": [0, 1, 2]}),
+        owns("m1", {"y": [0, 1, 2, 3]}),
+        target_epoch(1),
+        meta("m2", ["z", "y", "x"]),
+        *epoch(2),
+        owns("m0", {"x": [0], "z": [0, 1, 2]}),
+        owns("m1", {"y": [0, 1, 3]}),
+        owns("m2", {"x": [1, 2, 3], "y": [2]}),
+        target_epoch(2),
+    ]
+    tracker = GenerationTracker()
+    tracker.topic_names.update({i: t for t, i in IDS.items()})
+    feed(tracker, records)
+    (_, second), _ = tracker.drain()
+    churn = second.rebalance
+    assert churn.baseline_assignor == "uniform"
+    assert (churn.moved, churn.baseline_moves) == (4, 4)

@@ -5,8 +5,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from itertools import repeat
 
-from services.assignor.javaorder import hashmap_order, java_str_key
+from services.assignor.javaorder import (
+    bucket_order,
+    default_capacity,
+    hashmap_order,
+    int_set_order,
+    java_str_key,
+)
 from services.assignor.model import Assignment, AssignmentError, Member, PartitionAssignorError
+from services.assignor.server.topic_ids import TopicId, topic_ids
 
 
 def missing_topic(topic: str) -> PartitionAssignorError:
@@ -24,19 +31,29 @@ def sorted_topics(topics: set[str]) -> list[str]:
     return sorted(topics, key=java_str_key)
 
 
-def current_assignment(
-    members: list[Member], counts: Mapping[str, int]
-) -> dict[str, dict[str, list[int]]]:
-    """Each member's target assignment as topic -> ascending partitions.
+def group_topic_ids(
+    counts: Mapping[str, int], members: list[Member], given: Mapping[str, str] | None
+) -> dict[str, TopicId]:
+    """The id of every topic the group's input names (counts, subscriptions, owned)."""
+    names = {*counts, *(t for m in members for t in m.topics)}
+    names.update(t for m in members for t, _ in m.owned)
+    return topic_ids(names, given)
 
-    Kafka keeps these as HashSets keyed by topic id; we iterate topics by name and
-    partitions ascending. Partitions that no longer exist are dropped. A KIP-848 target
-    assignment never gives one partition to two members, so such input is rejected.
+
+def current_assignment(
+    members: list[Member], counts: Mapping[str, int], ids: Mapping[str, TopicId]
+) -> dict[str, dict[str, list[int]]]:
+    """Each member's target assignment as topic -> partitions, both in the order in which
+    the coordinator iterates them: a ``HashMap<Uuid, HashSet<Integer>>`` filled from the
+    member's owned list (``GroupSpec.memberAssignment``).
+
+    Partitions that no longer exist are dropped. A KIP-848 target assignment never gives
+    one partition to two members, so such input is rejected.
     """
     owners: dict[tuple[str, int], str] = {}
     result: dict[str, dict[str, list[int]]] = {}
     for m in members:
-        per_topic: dict[str, list[int]] = {}
+        per_topic: dict[str, dict[int, None]] = {}
         for topic, partition in m.owned:
             if partition >= counts.get(topic, 0):
                 continue
@@ -46,8 +63,10 @@ def current_assignment(
                     f"{topic}-{partition} is owned by both {previous!r} and {m.id!r}; "
                     "a server-side target assignment gives each partition to one member"
                 )
-            per_topic.setdefault(topic, []).append(partition)
-        result[m.id] = {t: sorted(per_topic[t]) for t in sorted_topics(set(per_topic))}
+            per_topic.setdefault(topic, {})[partition] = None
+        topics = list(per_topic)
+        order = bucket_order([ids[t].hash() for t in topics], default_capacity(len(topics)))
+        result[m.id] = {topics[i]: int_set_order(list(per_topic[topics[i]])) for i in order}
     return result
 
 

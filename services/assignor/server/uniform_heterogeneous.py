@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from services.assignor.model import Member
-from services.assignor.server.common import current_assignment, missing_topic, sorted_topics
+from services.assignor.server.common import current_assignment, missing_topic
+from services.assignor.server.topic_ids import TopicId
 
 MAX_ITERATION_COUNT = 16
 
@@ -78,8 +79,11 @@ class _Balancer:
 
 
 class HeterogeneousBuilder:
-    def __init__(self, counts: Mapping[str, int], members: list[Member]) -> None:
+    def __init__(
+        self, counts: Mapping[str, int], members: list[Member], ids: Mapping[str, TopicId]
+    ) -> None:
         self.counts = counts
+        self.ids = ids
         self.members = members
         self.subscribers: dict[str, list[int]] = {}
         for i, m in enumerate(members):
@@ -91,16 +95,22 @@ class HeterogeneousBuilder:
         self.owners = {t: [-1] * counts[t] for t in self.subscribers}
 
     def _sorted(self, topics: Iterable[str]) -> list[str]:
-        counts, subscribers = self.counts, self.subscribers
-        by_name = sorted_topics(set(topics))
+        """``sortTopicIds``: partitions per subscriber descending, then subscriber count
+        ascending, then topic id (``Uuid.compareTo``)."""
+        counts, subscribers, ids = self.counts, self.subscribers, self.ids
         return sorted(
-            by_name, key=lambda t: (-(counts[t] / len(subscribers[t])), len(subscribers[t]))
+            topics,
+            key=lambda t: (
+                -(counts[t] / len(subscribers[t])),
+                len(subscribers[t]),
+                ids[t].key(),
+            ),
         )
 
     def build(self) -> dict[str, dict[str, list[int]]]:
         if not self.subscribers:
             return {}
-        old = current_assignment(self.members, self.counts)
+        old = current_assignment(self.members, self.counts, self.ids)
         for i, m in enumerate(self.members):
             for topic, partitions in old[m.id].items():
                 if topic in m.topics:

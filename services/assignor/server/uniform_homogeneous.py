@@ -9,27 +9,30 @@ that order, take the unassigned partitions in turn. Kafka 4.3.1's builder ignore
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
+from services.assignor.javaorder import bucket_order, copy_capacity, default_capacity
 from services.assignor.model import Member, PartitionAssignorError
-from services.assignor.server.common import current_assignment, missing_topic, sorted_topics
+from services.assignor.server.common import current_assignment, missing_topic
+from services.assignor.server.topic_ids import TopicId
 
 
 def assign_homogeneous(
-    counts: Mapping[str, int], members: list[Member]
+    counts: Mapping[str, int], members: list[Member], ids: Mapping[str, TopicId]
 ) -> dict[str, dict[str, list[int]]]:
     """``UniformHomogeneousAssignmentBuilder.build``; ``members`` in HashMap order.
 
-    Unassigned partitions are those no member owns, topics in topic-id order (here: by
-    name), followed by the partitions members give up, in the order they give them up.
+    Unassigned partitions are those no member owns, topics in the order of the builder's
+    ``subscribedTopicIds`` (``subscribed_order``), followed by the partitions members give
+    up, in the order they give them up (``current_assignment``'s).
     """
-    topics = sorted_topics(set(members[0].topics))
+    topics = subscribed_order(members[0].topics, ids)
     if not topics:
         return {}
     for topic in topics:
         if topic not in counts:
             raise missing_topic(topic)
-    old = current_assignment(members, counts)
+    old = current_assignment(members, counts, ids)
     taken = {(t, p) for per_topic in old.values() for t, ps in per_topic.items() for p in ps}
     unassigned = [(t, p) for t in topics for p in range(counts[t]) if (t, p) not in taken]
     total = sum(counts[t] for t in topics)
@@ -69,3 +72,11 @@ def assign_homogeneous(
     if position < len(unassigned):
         raise PartitionAssignorError("Partitions were left unassigned")
     return target
+
+
+def subscribed_order(topics: Sequence[str], ids: Mapping[str, TopicId]) -> list[str]:
+    """The builder's ``new HashSet<>(subscribedTopicIds)`` of the first member, filled from
+    the member's own ``HashSet`` of ids (added in subscription order), as it iterates."""
+    own = list(dict.fromkeys(topics))
+    own = [own[i] for i in bucket_order([ids[t].hash() for t in own], default_capacity(len(own)))]
+    return [own[i] for i in bucket_order([ids[t].hash() for t in own], copy_capacity(len(own)))]
