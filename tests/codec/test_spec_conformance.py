@@ -24,12 +24,16 @@ import pytest
 from services.codec import schemas
 from services.codec.records import RECORD_TYPES
 from services.codec.schema import Field, Message, parse_default
+from tests.kafka.version import kafka_version
 
 CLASSPATH_FILE = Path(sys.prefix) / "share" / "groupscope" / "kafka.classpath"
 # Which jar holds which specs: (artifact prefix of the jar's file name, spec file pattern).
 SPEC_JARS = (
-    ("kafka-group-coordinator-4.3.1", re.compile(r"common/message/[^/]+\.json")),
-    ("kafka-clients-4.3.1", re.compile(r"common/message/ConsumerProtocol[A-Za-z]+\.json")),
+    (f"kafka-group-coordinator-{kafka_version()}", re.compile(r"common/message/[^/]+\.json")),
+    (
+        f"kafka-clients-{kafka_version()}",
+        re.compile(r"common/message/ConsumerProtocol[A-Za-z]+\.json"),
+    ),
 )
 # Record types the codec still decodes (written by earlier Kafka versions) that Kafka
 # 4.3.1 no longer defines: share group (type 9) and streams group (type 18) partition

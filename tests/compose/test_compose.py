@@ -20,6 +20,7 @@ from tests.compose.stack import (
     mounts,
     ports,
 )
+from tests.kafka.version import kafka_version
 
 STORE_URL = "postgresql://groupscope:groupscope@postgres:5432/groupscope"
 OFFICIAL_IMAGES = {
@@ -53,6 +54,11 @@ def test_third_party_services_use_official_images_with_pinned_versions(services)
         assert image == repository, name
         assert PINNED_TAG.match(tag), f"{name}: tag {tag!r} is not an exact version"
         assert "build" not in services[name]
+
+
+def test_the_kafka_image_is_the_release_the_tests_run(services):
+    """The broker in the stack is the Apache Kafka the real-Kafka tests prove."""
+    assert services["kafka"]["image"] == f"apache/kafka:{kafka_version()}"
 
 
 def test_groupscope_services_run_the_image_built_from_this_repository(services):
