@@ -48,6 +48,11 @@ class TopicId:
         folded = (self.msb ^ self.lsb) % _LONG
         return (folded >> 32 ^ folded) & 0xFFFFFFFF
 
+    def __str__(self) -> str:
+        """``Uuid.toString``: the 16 bytes in URL-safe base64, unpadded."""
+        raw = (self.msb % _LONG).to_bytes(8, "big") + (self.lsb % _LONG).to_bytes(8, "big")
+        return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
+
     def key(self) -> tuple[int, int]:
         """A sort key that orders ids like ``Uuid.compareTo`` (signed halves)."""
         return self.msb, self.lsb
