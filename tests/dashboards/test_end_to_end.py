@@ -34,6 +34,7 @@ from tests.dashboards.grafana import (
     every_query,
     substitute_promql,
     substitute_sql,
+    variables,
 )
 from tests.fixtures.prometheus import Prometheus, free_port, stop_process
 
@@ -262,7 +263,7 @@ def test_every_dashboard_promql_query_returns_data(run: Run, prometheus: Prometh
 def test_the_variables_offer_the_run_s_group_and_topic(run: Run, prometheus: Prometheus) -> None:
     expected = {"group": run.group, "topic": run.topic}
     for name, d in dashboards().items():
-        for v in d["templating"]["list"]:
+        for v in variables(d, "query"):
             m = re.fullmatch(r"label_values\((.+), (\w+)\)", v["definition"])
             selector = substitute_promql(m.group(1), {"group": run.group})
             label_values = prometheus.get(
