@@ -9,22 +9,31 @@ from grafana_foundation_sdk.models import common
 from grafana_foundation_sdk.models import dashboard as models
 
 from services.dashboards.panels import (
+    CHURN,
+    EXCESS,
+    FLAG,
     OVERVIEW_DASHBOARD,
     POSTGRES,
     POSTGRES_UID,
     POSTGRES_VARIABLE,
     PROMETHEUS_UID,
     PROMETHEUS_VARIABLE,
+    STORM_REBALANCES,
+    STORM_WINDOW,
     Sql,
     SqlAnnotation,
     cell_colour,
     dashboard,
     datasource_variable,
+    in_a_storm,
+    levels,
     link,
     prom,
     query_variable,
     row,
     stat_panel,
+    storm_series,
+    storm_variable,
     table_panel,
     timeseries_panel,
     unit,
@@ -79,6 +88,8 @@ def build() -> builders.Dashboard:
                 multi=True,
             )
         )
+        .with_variable(storm_variable("storm_rebalances", STORM_REBALANCES, "rebalances"))
+        .with_variable(storm_variable("storm_window", STORM_WINDOW, "window"))
         .with_row(row("State"))
         .with_panel(
             stat_panel(
@@ -132,15 +143,13 @@ def build() -> builders.Dashboard:
             stat_panel(
                 "Storm",
                 (
-                    "STORM while the group has had at least 5 rebalances within "
-                    "10 minutes (the exporter's defaults)."
+                    "STORM while the exporter's storm flag (groupscope_group_storm) "
+                    "is set: the group has had --storm-rebalances rebalances within "
+                    "--storm-window (5 within 10m by default)."
                 ),
                 [prom('groupscope_group_storm{group="$group"}')],
                 (3, 4),
-                steps=(
-                    (None, "green"),
-                    (1, "red"),
-                ),
+                steps=FLAG,
                 mappings=value_map(("no storm", "green"), ("STORM", "red")),
             )
         )
@@ -164,11 +173,7 @@ def build() -> builders.Dashboard:
                 [prom('groupscope_group_seconds_since_last_commit{group="$group"}')],
                 (3, 4),
                 unit="s",
-                steps=(
-                    (None, "green"),
-                    (300, "orange"),
-                    (900, "red"),
-                ),
+                steps=levels(orange=300, red=900),
             )
         )
         .with_panel(
@@ -209,8 +214,10 @@ def build() -> builders.Dashboard:
             timeseries_panel(
                 "Rebalances and storm window",
                 (
-                    "Rebalances over time, and within the last storm window; the "
-                    "dashed line is the storm threshold (5)."
+                    "Rebalances over time, and within the exporter's last "
+                    "--storm-window; the red series is set while the group is in "
+                    "a storm (the exporter's storm flag, as its --storm-rebalances "
+                    "and --storm-window set it)."
                 ),
                 [
                     prom(
@@ -221,12 +228,10 @@ def build() -> builders.Dashboard:
                         'groupscope_group_rebalances_in_storm_window{group="$group"}',
                         "in storm window",
                     ),
+                    in_a_storm('group="$group"', "in a storm"),
                 ],
                 (12, 8),
-                steps=(
-                    (None, "green"),
-                    (5, "red"),
-                ),
+                overrides_by_query=[("C", storm_series())],
             )
         )
         .with_panel(
@@ -320,15 +325,11 @@ def build() -> builders.Dashboard:
         .with_panel(
             stat_panel(
                 "Last rebalance: churn ratio",
-                ("Share of the assigned partitions that moved in the last rebalance."),
+                "Share of the assigned partitions that moved in the last rebalance.",
                 [prom('groupscope_group_last_churn_ratio{group="$group"}')],
                 (3, 8),
                 unit="percentunit",
-                steps=(
-                    (None, "green"),
-                    (0.5, "orange"),
-                    (0.9, "red"),
-                ),
+                steps=CHURN,
             )
         )
         .with_panel(
@@ -337,18 +338,14 @@ def build() -> builders.Dashboard:
                 "Actual minus sticky-baseline moves of the last rebalance.",
                 [prom('groupscope_group_last_excess_moves{group="$group"}')],
                 (3, 8),
-                steps=(
-                    (None, "green"),
-                    (1, "orange"),
-                    (10, "red"),
-                ),
+                steps=EXCESS,
             )
         )
         .with_row(row("Lag and commits"))
         .with_panel(
             timeseries_panel(
                 "Offset lag",
-                ("Log-end offset minus committed offset, summed over each topic's partitions."),
+                "Log-end offset minus committed offset, summed over each topic's partitions.",
                 [prom('groupscope_lag{group="$group", topic=~"$topic"}', "{{topic}}")],
                 (8, 8),
                 unit="short",
@@ -364,10 +361,7 @@ def build() -> builders.Dashboard:
                 [prom('groupscope_lag_seconds{group="$group", topic=~"$topic"}', "{{topic}}")],
                 (8, 8),
                 unit="s",
-                steps=(
-                    (None, "green"),
-                    (300, "red"),
-                ),
+                steps=levels(red=300),
             )
         )
         .with_panel(
@@ -421,7 +415,7 @@ def build() -> builders.Dashboard:
         )
         .with_panel(
             table_panel(
-                ("Partition owners at the end of the time range (history store)"),
+                "Partition owners at the end of the time range (history store)",
                 (
                     "Who owned each partition at the end of the selected time "
                     "range (partition_ownership); move the range's end to see an "
@@ -445,16 +439,19 @@ def build() -> builders.Dashboard:
             table_panel(
                 "Rebalance storms",
                 (
-                    "Runs of at least 5 rebalances within 10 minutes in the time "
-                    "range (rebalance_storms_between), overlapping windows "
-                    "merged."
+                    "Runs of at least $storm_rebalances rebalances within "
+                    "$storm_window in the time range (rebalance_storms_between), "
+                    "overlapping windows merged. Set the two variables to the "
+                    "exporter's --storm-rebalances and --storm-window (5 and 10m "
+                    "by default)."
                 ),
                 [
                     Sql(
                         "SELECT storm_start, storm_end, rebalances, extract(epoch "
                         "FROM storm_end - storm_start) AS duration FROM "
                         "rebalance_storms_between($__timeFrom(), $__timeTo(), "
-                        "interval '10 minutes', 5) WHERE group_name = "
+                        "${storm_window:sqlstring}::interval, "
+                        "${storm_rebalances:sqlstring}::integer) WHERE group_name = "
                         "${group:sqlstring} ORDER BY storm_start DESC"
                     )
                 ],

@@ -8,20 +8,27 @@ from grafana_foundation_sdk.models import common
 from grafana_foundation_sdk.models import dashboard as models
 
 from services.dashboards.panels import (
+    CHURN,
+    EXCESS,
+    FLAG,
     GROUP_DASHBOARD,
     PROMETHEUS_UID,
     PROMETHEUS_VARIABLE,
+    TIME_LAG,
     bargauge_panel,
-    cell_colour,
     dashboard,
     data_links,
     datasource_variable,
     drill_down,
+    in_a_storm,
+    levels,
     link,
     prom,
     query_variable,
     row,
     stat_panel,
+    storm_cells,
+    storm_series,
     table_panel,
     timeseries_panel,
     unit,
@@ -63,7 +70,7 @@ def build() -> builders.Dashboard:
         .with_panel(
             stat_panel(
                 "Groups",
-                ("Consumer groups in the history store that have not been deleted."),
+                "Consumer groups in the history store that have not been deleted.",
                 [prom('count(groupscope_group_info{group=~"$group", state!="dead"})')],
                 (3, 5),
             )
@@ -72,15 +79,14 @@ def build() -> builders.Dashboard:
             stat_panel(
                 "Groups in a storm",
                 (
-                    "Groups with at least 5 rebalances within 10 minutes (the "
-                    "exporter's --storm-rebalances and --storm-window)."
+                    "Groups in a rebalance storm: the exporter's storm flag, "
+                    "groupscope_group_storm, set while a group has had "
+                    "--storm-rebalances rebalances within --storm-window (5 "
+                    "within 10m by default), as the storm alert reads it."
                 ),
                 [prom('sum(groupscope_group_storm{group=~"$group"})')],
                 (3, 5),
-                steps=(
-                    (None, "green"),
-                    (1, "red"),
-                ),
+                steps=FLAG,
             )
         )
         .with_panel(
@@ -115,11 +121,7 @@ def build() -> builders.Dashboard:
                     )
                 ],
                 (3, 5),
-                steps=(
-                    (None, "green"),
-                    (10, "orange"),
-                    (100, "red"),
-                ),
+                steps=levels(orange=10, red=100),
                 decimals=0,
             )
         )
@@ -133,11 +135,7 @@ def build() -> builders.Dashboard:
                 [prom('max(groupscope_lag_seconds{group=~"$group", topic=~"$topic"})')],
                 (3, 5),
                 unit="s",
-                steps=(
-                    (None, "green"),
-                    (60, "orange"),
-                    (300, "red"),
-                ),
+                steps=TIME_LAG,
             )
         )
         .with_panel(
@@ -167,7 +165,7 @@ def build() -> builders.Dashboard:
         .with_panel(
             table_panel(
                 "Consumer groups",
-                ("One row per group; click a group for its drill-down dashboard."),
+                "One row per group; click a group for its drill-down dashboard.",
                 [
                     prom('groupscope_group_info{group=~"$group"}', table_format=True),
                     prom('groupscope_group_members{group=~"$group"}', table_format=True),
@@ -192,6 +190,7 @@ def build() -> builders.Dashboard:
                         'groupscope_group_seconds_since_last_rebalance{group=~"$group"}',
                         table_format=True,
                     ),
+                    prom('groupscope_group_storm{group=~"$group"}', table_format=True),
                 ],
                 (24, 9),
                 overrides=[
@@ -199,16 +198,7 @@ def build() -> builders.Dashboard:
                     ("last churn ratio", [unit("percentunit")]),
                     ("time lag", [unit("s")]),
                     ("since last rebalance", [unit("s")]),
-                    (
-                        "rebalances in storm window",
-                        cell_colour(
-                            "color-background",
-                            (
-                                (None, "green"),
-                                (5, "red"),
-                            ),
-                        ),
-                    ),
+                    ("storm", storm_cells()),
                 ],
                 transformations=[
                     models.DataTransformerConfig(id_val="merge", options={}),
@@ -237,6 +227,7 @@ def build() -> builders.Dashboard:
                                 "Value #F": "offset lag",
                                 "Value #G": "time lag",
                                 "Value #H": "since last rebalance",
+                                "Value #I": "storm",
                             },
                         },
                     ),
@@ -248,18 +239,22 @@ def build() -> builders.Dashboard:
             timeseries_panel(
                 "Rebalances within the storm window",
                 (
-                    "Per group, rebalances within the last storm window (10 "
-                    "minutes by default); the dashed line is the storm threshold "
-                    "(5)."
+                    "Per group, rebalances within the exporter's last "
+                    "--storm-window (10m by default); the red series are the "
+                    "groups in a storm (the exporter's storm flag, as its "
+                    "--storm-rebalances and --storm-window set it)."
                 ),
-                [prom('groupscope_group_rebalances_in_storm_window{group=~"$group"}', "{{group}}")],
+                [
+                    prom(
+                        'groupscope_group_rebalances_in_storm_window{group=~"$group"}',
+                        "{{group}}",
+                    ),
+                    in_a_storm('group=~"$group"', "{{group}} in a storm"),
+                ],
                 (12, 8),
-                steps=(
-                    (None, "green"),
-                    (5, "red"),
-                ),
                 step=True,
                 links=[drill_down()],
+                overrides_by_query=[("B", storm_series())],
             )
         )
         .with_panel(
@@ -332,21 +327,17 @@ def build() -> builders.Dashboard:
         .with_panel(
             bargauge_panel(
                 "Last rebalance: churn ratio (worst 10)",
-                ("Share of each group's partitions that moved in its last rebalance."),
+                "Share of each group's partitions that moved in its last rebalance.",
                 [prom('topk(10, groupscope_group_last_churn_ratio{group=~"$group"})', "{{group}}")],
                 (4, 8),
                 unit="percentunit",
-                steps=(
-                    (None, "green"),
-                    (0.5, "orange"),
-                    (0.9, "red"),
-                ),
+                steps=CHURN,
             )
         )
         .with_panel(
             bargauge_panel(
                 "Last rebalance: excess moves (worst 10)",
-                ("Actual minus sticky-baseline moves of each group's last rebalance."),
+                "Actual minus sticky-baseline moves of each group's last rebalance.",
                 [
                     prom(
                         ('topk(10, groupscope_group_last_excess_moves{group=~"$group"})'),
@@ -354,18 +345,14 @@ def build() -> builders.Dashboard:
                     )
                 ],
                 (4, 8),
-                steps=(
-                    (None, "green"),
-                    (1, "orange"),
-                    (10, "red"),
-                ),
+                steps=EXCESS,
             )
         )
         .with_row(row("Lag"))
         .with_panel(
             bargauge_panel(
                 "Worst time lag (top 10)",
-                ("Estimated age of the committed position, worst group and topic pairs."),
+                "Estimated age of the committed position, worst group and topic pairs.",
                 [
                     prom(
                         ('topk(10, groupscope_lag_seconds{group=~"$group", topic=~"$topic"})'),
@@ -374,11 +361,7 @@ def build() -> builders.Dashboard:
                 ],
                 (6, 8),
                 unit="s",
-                steps=(
-                    (None, "green"),
-                    (60, "orange"),
-                    (300, "red"),
-                ),
+                steps=TIME_LAG,
             )
         )
         .with_panel(
@@ -396,10 +379,7 @@ def build() -> builders.Dashboard:
                 ],
                 (6, 8),
                 unit="short",
-                steps=(
-                    (None, "green"),
-                    (1000, "orange"),
-                ),
+                steps=levels(orange=1000),
             )
         )
         .with_panel(
@@ -420,7 +400,7 @@ def build() -> builders.Dashboard:
         .with_panel(
             timeseries_panel(
                 "Commit rate by group",
-                ("Offset commit records per second (every partition of every commit)."),
+                "Offset commit records per second (every partition of every commit).",
                 [
                     prom(
                         (
@@ -439,7 +419,7 @@ def build() -> builders.Dashboard:
         .with_panel(
             stat_panel(
                 "Caught up",
-                ("1 when the streaming job has processed everything its source had available."),
+                "1 when the streaming job has processed everything its source had available.",
                 [prom("groupscope_pipeline_caught_up", "{{source}}")],
                 (3, 7),
                 mappings=value_map(("behind", "red"), ("caught up", "green")),
@@ -448,29 +428,21 @@ def build() -> builders.Dashboard:
         .with_panel(
             stat_panel(
                 "Records behind",
-                ("Records of __consumer_offsets not yet processed (Kafka sources)."),
+                "Records of __consumer_offsets not yet processed (Kafka sources).",
                 [prom("groupscope_pipeline_records_behind", "{{source}}")],
                 (3, 7),
                 unit="short",
-                steps=(
-                    (None, "green"),
-                    (100000, "orange"),
-                    (1000000, "red"),
-                ),
+                steps=levels(orange=100000, red=1000000),
             )
         )
         .with_panel(
             stat_panel(
                 "Job status age",
-                ("Seconds since the streaming job last reported; grows while it is down."),
+                "Seconds since the streaming job last reported; grows while it is down.",
                 [prom("groupscope_pipeline_status_age_seconds", "{{source}}")],
                 (3, 7),
                 unit="s",
-                steps=(
-                    (None, "green"),
-                    (60, "orange"),
-                    (300, "red"),
-                ),
+                steps=TIME_LAG,
             )
         )
         .with_panel(
@@ -482,10 +454,7 @@ def build() -> builders.Dashboard:
                 ),
                 [prom("sum(increase(groupscope_decode_failures_total[$__range]))")],
                 (3, 7),
-                steps=(
-                    (None, "green"),
-                    (1, "red"),
-                ),
+                steps=FLAG,
                 decimals=0,
                 no_value="0",
             )

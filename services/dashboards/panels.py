@@ -110,6 +110,19 @@ def thresholds(steps: Steps) -> builders.ThresholdsConfig:
     )
 
 
+def levels(orange: float | None = None, red: float | None = None) -> Steps:
+    """Green, then orange and red from these values on."""
+    steps: list[tuple[float | None, str]] = [(None, "green")]
+    steps += [(value, colour) for value, colour in ((orange, "orange"), (red, "red")) if value]
+    return tuple(steps)
+
+
+FLAG = levels(red=1)  # a 0/1 flag, or a count that should be 0
+TIME_LAG = levels(orange=60, red=300)  # seconds; GroupscopeTimeLagHigh fires at 300
+CHURN = levels(orange=0.5, red=0.9)  # share of partitions moved
+EXCESS = levels(orange=1, red=10)  # moves beyond the sticky baseline
+
+
 def value_map(*texts: tuple[str, str]) -> list[models.ValueMapping]:
     """Values 0, 1, ... shown as these (text, colour) pairs."""
     options = {
@@ -228,6 +241,7 @@ def timeseries_panel(
     steps: Steps = BASE,
     links: Sequence[builders.DashboardLink] = (),
     overrides: Sequence[tuple[str, list[models.DynamicConfigValue]]] = (),
+    overrides_by_query: Sequence[tuple[str, list[models.DynamicConfigValue]]] = (),
 ) -> timeseries.Panel:
     """A graph over the time range: lines, bars (fill 80%) or points; thresholds beyond
     the base colour are drawn as dashed lines."""
@@ -281,6 +295,8 @@ def timeseries_panel(
         panel = panel.data_links(list(links))
     for name, properties in overrides:
         panel = panel.override_by_name(name, properties)
+    for ref, properties in overrides_by_query:
+        panel = panel.override_by_query(ref, properties)
     return panel
 
 
@@ -417,3 +433,50 @@ def query_variable(
         .include_all(multi)
     )
     return variable.all_value(all_value) if all_value is not None else variable
+
+
+# --- rebalance storms -------------------------------------------------------------------
+# The exporter's defaults (services/exporter/commands.py: --storm-rebalances,
+# --storm-window), for the history store's storm table only: the live panels read the
+# exporter's own storm flag, groupscope_group_storm, which follows its settings.
+STORM_REBALANCES = "5"
+STORM_WINDOW = "10m"
+
+
+def in_a_storm(matcher: str, legend: str) -> Query:
+    """Rebalances within the storm window, only while the exporter flags a storm."""
+    return prom(
+        f"groupscope_group_rebalances_in_storm_window{{{matcher}}} "
+        f"and on (group) (groupscope_group_storm{{{matcher}}} == 1)",
+        legend,
+    )
+
+
+def storm_series() -> list[models.DynamicConfigValue]:
+    """The in-a-storm series: red, thick, on top."""
+    return [
+        models.DynamicConfigValue(id_val="color", value={"mode": "fixed", "fixedColor": "red"}),
+        models.DynamicConfigValue(id_val="custom.lineWidth", value=3),
+    ]
+
+
+def storm_cells() -> list[models.DynamicConfigValue]:
+    """A table column of the storm flag: STORM on red, nothing otherwise."""
+    return [
+        models.DynamicConfigValue(
+            id_val="mappings", value=value_map(("", "transparent"), ("STORM", "red"))
+        ),
+        models.DynamicConfigValue(id_val="custom.cellOptions", value={"type": "color-background"}),
+    ]
+
+
+def storm_variable(name: str, default: str, what: str) -> builders.TextBoxVariable:
+    """A storm setting for the history store's storm table, which cannot read the
+    exporter's flags: set it to the exporter's --storm-rebalances or --storm-window."""
+    return (
+        builders.TextBoxVariable(name)
+        .label(f"storm {what}")
+        .description(f"The exporter's --{name.replace('_', '-')} (default {default})")
+        .default_value(default)
+        .current(models.VariableOption(selected=True, text=default, value=default))
+    )

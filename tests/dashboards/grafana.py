@@ -80,6 +80,15 @@ def variables(dashboard: dict[str, Any], kind: str) -> list[dict[str, Any]]:
     return [v for v in dashboard["templating"]["list"] if v["type"] == kind]
 
 
+def textbox_defaults() -> dict[str, list[str]]:
+    """The default of every text box variable (the storm settings), as SQL values."""
+    return {
+        v["name"]: [v["current"]["value"]]
+        for d in dashboards().values()
+        for v in variables(d, "textbox")
+    }
+
+
 def resolve_datasource(dashboard: dict[str, Any], ref: dict[str, str]) -> dict[str, str]:
     """A data source reference with a `${variable}` uid resolved to the default of that
     datasource variable (what Grafana queries until someone picks another)."""

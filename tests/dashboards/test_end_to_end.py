@@ -34,6 +34,7 @@ from tests.dashboards.grafana import (
     every_query,
     substitute_promql,
     substitute_sql,
+    textbox_defaults,
     variables,
 )
 from tests.fixtures.prometheus import Prometheus, free_port, stop_process
@@ -276,7 +277,7 @@ def test_every_dashboard_sql_query_returns_data(run: Run) -> None:
     now = datetime.now(UTC)
     start = (now - timedelta(hours=1)).isoformat()
     end = (now + timedelta(minutes=5)).isoformat()
-    values = {"group": [run.group], "topic": [run.topic]}
+    values = {"group": [run.group], "topic": [run.topic], **textbox_defaults()}
     sql_queries = [q for q in every_query() if q.is_sql]
     assert sql_queries
     empty = []

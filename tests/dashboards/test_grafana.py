@@ -26,6 +26,7 @@ from tests.dashboards.grafana import (
     resolve_datasource,
     substitute_promql,
     substitute_sql,
+    textbox_defaults,
     variables,
     variables_used,
 )
@@ -140,6 +141,37 @@ def test_variables_group_and_topic_are_prometheus_queries_over_the_catalogue() -
         assert "$group" in queried["topic"]["definition"]  # topics of the chosen groups
 
 
+def test_the_storm_panels_follow_the_exporter_s_storm_settings() -> None:
+    """No storm threshold is a fixed number: the live panels read the exporter's storm flag,
+    the history store's storm table two variables defaulting to the exporter's defaults."""
+    from services.dashboards.panels import POSTGRES_UID
+    from services.durations import duration_ms
+    from services.exporter.app import ExporterConfig
+
+    config = ExporterConfig()
+    boards = dashboards()
+    storm = [q for q in every_query() if "storm" in q.text]
+    assert storm
+    for q in storm:
+        if q.is_sql:
+            assert "${storm_window:sqlstring}" in q.text, q
+            assert "${storm_rebalances:sqlstring}" in q.text, q
+        elif "rebalances_in_storm_window" in q.text and "groupscope_group_storm" not in q.text:
+            # plain counts: no threshold drawn at a fixed number
+            panel = next(
+                p
+                for p in all_panels(boards[q.dashboard])
+                if p["type"] != "row" and p["title"] == q.panel
+            )
+            steps = panel["fieldConfig"]["defaults"]["thresholds"]["steps"]
+            assert [s["value"] for s in steps] == [None] or panel["type"] == "table", q
+    defaults = textbox_defaults()
+    assert defaults["storm_rebalances"] == [str(config.storm_rebalances)]
+    [window] = defaults["storm_window"]
+    assert duration_ms(window) == config.storm_window_s * 1000
+    assert POSTGRES_UID in provisioned()
+
+
 def test_every_variable_a_query_or_link_uses_is_defined() -> None:
     for name, d in dashboards().items():
         defined = {v["name"] for v in d["templating"]["list"]}
@@ -238,7 +270,7 @@ def test_every_promql_query_is_valid_for_prometheus(idle_prometheus: Prometheus)
 
 
 def test_every_sql_query_runs_on_the_migrated_store(database_url: str) -> None:
-    values = {"group": ["billing"], "topic": ["orders", "it's"]}
+    values = {"group": ["billing"], "topic": ["orders", "it's"], **textbox_defaults()}
     sql_queries = [q for q in every_query() if q.is_sql]
     assert len(sql_queries) >= 6
     with psycopg.connect(database_url) as conn:
