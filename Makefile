@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed
 # (root, or sudo without a password); otherwise those tests skip and say why.
 APT_PACKAGES := prometheus:prometheus gcc:gcc
 
-.PHONY: setup system-deps kafka demo test test-fast lint format docs bench dist clean
+.PHONY: setup system-deps kafka demo test test-fast lint format docs dashboards bench dist clean
 
 system-deps:
 	@missing=""; for pair in $(APT_PACKAGES); do \
@@ -81,6 +81,11 @@ format: setup
 # tests/docs/ fails when the committed pages differ.
 docs: setup
 	$(BIN)/python -m services.docgen
+
+# dashboards/grafana/dashboards/*.json, generated from the code (services/dashboards);
+# tests/dashboards/test_generated.py fails when the committed files differ.
+dashboards: setup
+	$(BIN)/python -m services.dashboards
 
 bench: setup
 	$(BIN)/python -m benchmarks

@@ -39,7 +39,7 @@ class Query:
 
     @property
     def is_sql(self) -> bool:
-        return self.datasource.get("uid") == "groupscope-postgres"
+        return self.datasource.get("type") == "postgres"
 
     def __str__(self) -> str:
         return f"{self.dashboard} / {self.panel} / {self.ref}"
@@ -73,6 +73,31 @@ def queries(name: str, dashboard: dict[str, Any]) -> Iterator[Query]:
                 name, f"annotation {annotation['name']}", target["refId"],
                 annotation["datasource"], target["rawSql"], target.get("format"),
             )  # fmt: skip
+
+
+def variables(dashboard: dict[str, Any], kind: str) -> list[dict[str, Any]]:
+    """The dashboard's template variables of a type: "query", "datasource", "textbox"."""
+    return [v for v in dashboard["templating"]["list"] if v["type"] == kind]
+
+
+def textbox_defaults() -> dict[str, list[str]]:
+    """The default of every text box variable (the storm settings), as SQL values."""
+    return {
+        v["name"]: [v["current"]["value"]]
+        for d in dashboards().values()
+        for v in variables(d, "textbox")
+    }
+
+
+def resolve_datasource(dashboard: dict[str, Any], ref: dict[str, str]) -> dict[str, str]:
+    """A data source reference with a `${variable}` uid resolved to the default of that
+    datasource variable (what Grafana queries until someone picks another)."""
+    m = re.fullmatch(r"\$\{(\w+)\}", ref["uid"])
+    if not m:
+        return ref
+    [variable] = [v for v in variables(dashboard, "datasource") if v["name"] == m.group(1)]
+    assert variable["query"] == ref["type"], (ref, variable)
+    return {"type": ref["type"], "uid": variable["current"]["value"]}
 
 
 def every_query() -> list[Query]:

@@ -34,6 +34,8 @@ from tests.dashboards.grafana import (
     every_query,
     substitute_promql,
     substitute_sql,
+    textbox_defaults,
+    variables,
 )
 from tests.fixtures.prometheus import Prometheus, free_port, stop_process
 
@@ -262,7 +264,7 @@ def test_every_dashboard_promql_query_returns_data(run: Run, prometheus: Prometh
 def test_the_variables_offer_the_run_s_group_and_topic(run: Run, prometheus: Prometheus) -> None:
     expected = {"group": run.group, "topic": run.topic}
     for name, d in dashboards().items():
-        for v in d["templating"]["list"]:
+        for v in variables(d, "query"):
             m = re.fullmatch(r"label_values\((.+), (\w+)\)", v["definition"])
             selector = substitute_promql(m.group(1), {"group": run.group})
             label_values = prometheus.get(
@@ -275,7 +277,7 @@ def test_every_dashboard_sql_query_returns_data(run: Run) -> None:
     now = datetime.now(UTC)
     start = (now - timedelta(hours=1)).isoformat()
     end = (now + timedelta(minutes=5)).isoformat()
-    values = {"group": [run.group], "topic": [run.topic]}
+    values = {"group": [run.group], "topic": [run.topic], **textbox_defaults()}
     sql_queries = [q for q in every_query() if q.is_sql]
     assert sql_queries
     empty = []

@@ -23,8 +23,11 @@ from tests.dashboards.grafana import (
     dashboards,
     every_query,
     metric_names,
+    resolve_datasource,
     substitute_promql,
     substitute_sql,
+    textbox_defaults,
+    variables,
     variables_used,
 )
 from tests.fixtures.prometheus import Prometheus
@@ -97,28 +100,76 @@ def test_panels_have_unique_ids_and_a_grid_without_overlaps(path) -> None:
 
 
 def test_every_query_uses_a_provisioned_datasource() -> None:
+    """Through a datasource variable (no fixed uid), whose default is provisioned."""
     sources = provisioned()
+    boards = dashboards()
     for q in every_query():
-        assert q.datasource["uid"] in sources, q
-        assert q.datasource["type"] == sources[q.datasource["uid"]]["type"], q
+        assert re.fullmatch(r"\$\{\w+\}", q.datasource["uid"]), q
+        ds = resolve_datasource(boards[q.dashboard], q.datasource)
+        assert ds["uid"] in sources, q
+        assert ds["type"] == sources[ds["uid"]]["type"], q
         assert q.text and q.text.strip(), q
-    for d in dashboards().values():
+    for d in boards.values():
         for p in all_panels(d):
             if p["type"] != "row":
-                assert p["datasource"]["uid"] in sources, p["title"]
+                assert resolve_datasource(d, p["datasource"])["uid"] in sources, p["title"]
+        for v in variables(d, "query"):
+            assert resolve_datasource(d, v["datasource"])["uid"] == "prometheus", v["name"]
+
+
+def test_the_data_sources_are_variables_defaulting_to_the_provisioned_ones() -> None:
+    sources = provisioned()
+    for name, d in dashboards().items():
+        chosen = {v["name"]: v for v in variables(d, "datasource")}
+        assert chosen["datasource"]["query"] == "prometheus", name
+        for v in chosen.values():
+            assert sources[v["current"]["value"]]["type"] == v["query"], v["name"]
+        used = {q.datasource["uid"] for q in every_query() if q.dashboard == name}
+        assert used == {"${" + v + "}" for v in chosen}, name
 
 
 def test_variables_group_and_topic_are_prometheus_queries_over_the_catalogue() -> None:
     for name, d in dashboards().items():
-        variables = {v["name"]: v for v in d["templating"]["list"]}
-        assert {"group", "topic"} <= set(variables), name
-        for v in variables.values():
-            assert v["type"] == "query" and v["datasource"]["uid"] == "prometheus", v["name"]
+        queried = {v["name"]: v for v in variables(d, "query")}
+        assert {"group", "topic"} <= set(queried), name
+        for v in queried.values():
+            assert v["datasource"] == {"type": "prometheus", "uid": "${datasource}"}, v["name"]
             m = re.fullmatch(r"label_values\((.+), (\w+)\)", v["definition"])
             assert m and m.group(2) == v["name"], v["definition"]
             assert v["query"] == v["definition"]  # the string form every Grafana reads
             assert metric_names(m.group(1)) <= set(BY_NAME), v["definition"]
-        assert "$group" in variables["topic"]["definition"]  # topics of the chosen groups
+        assert "$group" in queried["topic"]["definition"]  # topics of the chosen groups
+
+
+def test_the_storm_panels_follow_the_exporter_s_storm_settings() -> None:
+    """No storm threshold is a fixed number: the live panels read the exporter's storm flag,
+    the history store's storm table two variables defaulting to the exporter's defaults."""
+    from services.dashboards.panels import POSTGRES_UID
+    from services.durations import duration_ms
+    from services.exporter.app import ExporterConfig
+
+    config = ExporterConfig()
+    boards = dashboards()
+    storm = [q for q in every_query() if "storm" in q.text]
+    assert storm
+    for q in storm:
+        if q.is_sql:
+            assert "${storm_window:sqlstring}" in q.text, q
+            assert "${storm_rebalances:sqlstring}" in q.text, q
+        elif "rebalances_in_storm_window" in q.text and "groupscope_group_storm" not in q.text:
+            # plain counts: no threshold drawn at a fixed number
+            panel = next(
+                p
+                for p in all_panels(boards[q.dashboard])
+                if p["type"] != "row" and p["title"] == q.panel
+            )
+            steps = panel["fieldConfig"]["defaults"]["thresholds"]["steps"]
+            assert [s["value"] for s in steps] == [None] or panel["type"] == "table", q
+    defaults = textbox_defaults()
+    assert defaults["storm_rebalances"] == [str(config.storm_rebalances)]
+    [window] = defaults["storm_window"]
+    assert duration_ms(window) == config.storm_window_s * 1000
+    assert POSTGRES_UID in provisioned()
 
 
 def test_every_variable_a_query_or_link_uses_is_defined() -> None:
@@ -219,7 +270,7 @@ def test_every_promql_query_is_valid_for_prometheus(idle_prometheus: Prometheus)
 
 
 def test_every_sql_query_runs_on_the_migrated_store(database_url: str) -> None:
-    values = {"group": ["billing"], "topic": ["orders", "it's"]}
+    values = {"group": ["billing"], "topic": ["orders", "it's"], **textbox_defaults()}
     sql_queries = [q for q in every_query() if q.is_sql]
     assert len(sql_queries) >= 6
     with psycopg.connect(database_url) as conn:

@@ -1,0 +1,462 @@
+"""The consumer-group dashboard (group.json): one group's generations, members, churn,
+lag and commits from Prometheus, with the postmortem views of the history store
+(PostgreSQL)."""
+
+from __future__ import annotations
+
+from grafana_foundation_sdk.builders import dashboard as builders
+from grafana_foundation_sdk.models import common
+from grafana_foundation_sdk.models import dashboard as models
+
+from services.dashboards.panels import (
+    CHURN,
+    EXCESS,
+    FLAG,
+    OVERVIEW_DASHBOARD,
+    POSTGRES,
+    POSTGRES_UID,
+    POSTGRES_VARIABLE,
+    PROMETHEUS_UID,
+    PROMETHEUS_VARIABLE,
+    STORM_REBALANCES,
+    STORM_WINDOW,
+    Sql,
+    SqlAnnotation,
+    cell_colour,
+    dashboard,
+    datasource_variable,
+    in_a_storm,
+    levels,
+    link,
+    prom,
+    query_variable,
+    row,
+    stat_panel,
+    storm_series,
+    storm_variable,
+    table_panel,
+    timeseries_panel,
+    unit,
+    value_map,
+)
+
+REBALANCES = (
+    "SELECT time AS \"time\", 'generation ' || generation || coalesce(': ' || moves_actual "
+    "|| ' moved, sticky baseline ' || moves_sticky_baseline, '') AS text FROM group_timeline "
+    "WHERE group_name = ${group:sqlstring} AND $__timeFilter(time) ORDER BY time"
+)
+
+
+def build() -> builders.Dashboard:
+    return (
+        dashboard(
+            "groupscope-group",
+            "groupscope: consumer group",
+            "One consumer group: its generations, members, churn against Kafka's sticky "
+            "assignor and the minimum, lag and commits, with the postmortem views of the "
+            "history store (PostgreSQL).",
+        )
+        .link(link("Overview", OVERVIEW_DASHBOARD, "All consumer groups"))
+        .annotation(
+            builders.AnnotationQuery()
+            .name("Rebalances")
+            .datasource(POSTGRES)
+            .enable(True)
+            .hide(False)
+            .icon_color("orange")
+            .target(SqlAnnotation(REBALANCES))
+        )
+        .with_variable(
+            datasource_variable(PROMETHEUS_VARIABLE, "prometheus", PROMETHEUS_UID, "Prometheus")
+        )
+        .with_variable(
+            datasource_variable(POSTGRES_VARIABLE, "postgres", POSTGRES_UID, "History store")
+        )
+        .with_variable(
+            query_variable(
+                "group",
+                "Consumer group",
+                "label_values(groupscope_group_info, group)",
+                multi=False,
+            )
+        )
+        .with_variable(
+            query_variable(
+                "topic",
+                "Topics the group commits offsets for",
+                'label_values(groupscope_committed_offset{group="$group"}, topic)',
+                multi=True,
+            )
+        )
+        .with_variable(storm_variable("storm_rebalances", STORM_REBALANCES, "rebalances"))
+        .with_variable(storm_variable("storm_window", STORM_WINDOW, "window"))
+        .with_row(row("State"))
+        .with_panel(
+            stat_panel(
+                "State",
+                (
+                    "stable, empty (no members), rebalancing (a cooperative "
+                    "revocation round not yet completed) or dead (deleted)."
+                ),
+                [prom('groupscope_group_info{group="$group"}', "{{state}}")],
+                (3, 4),
+                show_name=True,
+            )
+        )
+        .with_panel(
+            stat_panel(
+                "Assignor",
+                (
+                    "The protocol (assignor) of the latest generation and the "
+                    "group type (classic or consumer for KIP-848)."
+                ),
+                [prom('groupscope_group_info{group="$group"}', "{{assignor}} ({{type}})")],
+                (4, 4),
+                show_name=True,
+            )
+        )
+        .with_panel(
+            stat_panel(
+                "Generation",
+                "Latest generation (group epoch for KIP-848).",
+                [prom('groupscope_group_generation{group="$group"}')],
+                (2, 4),
+            )
+        )
+        .with_panel(
+            stat_panel(
+                "Members",
+                "Members of the latest generation.",
+                [prom('groupscope_group_members{group="$group"}')],
+                (2, 4),
+            )
+        )
+        .with_panel(
+            stat_panel(
+                "Partitions",
+                "Partitions assigned in the latest generation.",
+                [prom('groupscope_group_assigned_partitions{group="$group"}')],
+                (2, 4),
+            )
+        )
+        .with_panel(
+            stat_panel(
+                "Storm",
+                (
+                    "STORM while the exporter's storm flag (groupscope_group_storm) "
+                    "is set: the group has had --storm-rebalances rebalances within "
+                    "--storm-window (5 within 10m by default)."
+                ),
+                [prom('groupscope_group_storm{group="$group"}')],
+                (3, 4),
+                steps=FLAG,
+                mappings=value_map(("no storm", "green"), ("STORM", "red")),
+            )
+        )
+        .with_panel(
+            stat_panel(
+                "Since last rebalance",
+                "Seconds since the group's last rebalance completed.",
+                [prom('groupscope_group_seconds_since_last_rebalance{group="$group"}')],
+                (3, 4),
+                unit="s",
+            )
+        )
+        .with_panel(
+            stat_panel(
+                "Since last commit",
+                (
+                    "Seconds since the group's latest offset commit; the "
+                    "commits-stopped alert fires after 15 minutes while the group "
+                    "has members and lag."
+                ),
+                [prom('groupscope_group_seconds_since_last_commit{group="$group"}')],
+                (3, 4),
+                unit="s",
+                steps=levels(orange=300, red=900),
+            )
+        )
+        .with_panel(
+            stat_panel(
+                "In this state for",
+                (
+                    "Seconds since the latest generation (or deletion): how long "
+                    "the group has been in its state."
+                ),
+                [prom('groupscope_group_state_seconds{group="$group"}')],
+                (2, 4),
+                unit="s",
+            )
+        )
+        .with_row(row("Generations and members"))
+        .with_panel(
+            timeseries_panel(
+                "Generation and members",
+                (
+                    "The generation (right axis) steps up on every rebalance; "
+                    "members on the left axis."
+                ),
+                [
+                    prom('groupscope_group_generation{group="$group"}', "generation"),
+                    prom('groupscope_group_members{group="$group"}', "members"),
+                ],
+                (12, 8),
+                step=True,
+                overrides=[
+                    (
+                        "generation",
+                        [models.DynamicConfigValue(id_val="custom.axisPlacement", value="right")],
+                    )
+                ],
+            )
+        )
+        .with_panel(
+            timeseries_panel(
+                "Rebalances and storm window",
+                (
+                    "Rebalances over time, and within the exporter's last "
+                    "--storm-window; the red series is set while the group is in "
+                    "a storm (the exporter's storm flag, as its --storm-rebalances "
+                    "and --storm-window set it)."
+                ),
+                [
+                    prom(
+                        'increase(groupscope_group_rebalances_total{group="$group"}[$__rate_interval])',
+                        "rebalances",
+                    ),
+                    prom(
+                        'groupscope_group_rebalances_in_storm_window{group="$group"}',
+                        "in storm window",
+                    ),
+                    in_a_storm('group="$group"', "in a storm"),
+                ],
+                (12, 8),
+                overrides_by_query=[("C", storm_series())],
+            )
+        )
+        .with_panel(
+            table_panel(
+                "Generation timeline (history store)",
+                (
+                    "Every generation of the group from the group_timeline view: "
+                    "who joined and left (member @ host), partitions moved / "
+                    "taken from members that stayed / what Kafka's sticky "
+                    "assignor would have moved / the fewest any balanced "
+                    "assignment could move, and how far committed offsets "
+                    "advanced meanwhile (0: the group stalled). The same as "
+                    "`groupscope postmortem GROUP`."
+                ),
+                [
+                    Sql(
+                        "SELECT time, generation, assignor, leader, member_count AS "
+                        "members, moves_actual AS moved, moves_from_survivors AS "
+                        '"from survivors", moves_sticky_baseline AS "sticky '
+                        'baseline", moves_minimum AS minimum, moves_excess AS excess, '
+                        'extract(epoch FROM since_previous) AS "since previous", '
+                        'committed_progress AS "committed progress", (SELECT '
+                        "string_agg((m->>'member') || coalesce(' @' || (m->>'host'), "
+                        "''), ', ') FROM jsonb_array_elements(joined_members) m) AS "
+                        "joined, (SELECT string_agg((m->>'member') || coalesce(' @' "
+                        "|| (m->>'host'), ''), ', ') FROM "
+                        'jsonb_array_elements(left_members) m) AS "left" FROM '
+                        "group_timeline WHERE group_name = ${group:sqlstring} AND "
+                        "$__timeFilter(time) ORDER BY time DESC LIMIT 500"
+                    )
+                ],
+                (24, 10),
+                overrides=[
+                    ("since previous", [unit("s")]),
+                    (
+                        "excess",
+                        cell_colour(
+                            "color-text",
+                            (
+                                (None, "green"),
+                                (1, "red"),
+                            ),
+                        ),
+                    ),
+                ],
+            )
+        )
+        .with_row(row("Churn: moves against the sticky baseline and the minimum"))
+        .with_panel(
+            timeseries_panel(
+                "Moves per rebalance (history store)",
+                (
+                    "For each rebalance: partitions that changed owner, what "
+                    "Kafka's sticky assignor would have moved, and the physical "
+                    "minimum. Actual far above the baseline is churn a better "
+                    "assignor or static membership saves."
+                ),
+                [
+                    Sql(
+                        (
+                            'SELECT time AS "time", moves_actual AS actual, '
+                            'moves_sticky_baseline AS "sticky baseline", moves_minimum AS '
+                            "minimum FROM group_timeline WHERE group_name = "
+                            "${group:sqlstring} AND moves_actual IS NOT NULL AND "
+                            "$__timeFilter(time) ORDER BY time"
+                        ),
+                        time_series=True,
+                    )
+                ],
+                (12, 8),
+                draw=common.GraphDrawStyle.POINTS,
+            )
+        )
+        .with_panel(
+            timeseries_panel(
+                "Moves (exporter counters)",
+                "The same comparison from the exporter's counters.",
+                [
+                    prom(
+                        (
+                            "sum by (kind) "
+                            '(increase(groupscope_group_partition_moves_total{group="$group"}[$__rate_interval]))'
+                        ),
+                        "{{kind}}",
+                    )
+                ],
+                (6, 8),
+                draw=common.GraphDrawStyle.BARS,
+            )
+        )
+        .with_panel(
+            stat_panel(
+                "Last rebalance: churn ratio",
+                "Share of the assigned partitions that moved in the last rebalance.",
+                [prom('groupscope_group_last_churn_ratio{group="$group"}')],
+                (3, 8),
+                unit="percentunit",
+                steps=CHURN,
+            )
+        )
+        .with_panel(
+            stat_panel(
+                "Last rebalance: excess moves",
+                "Actual minus sticky-baseline moves of the last rebalance.",
+                [prom('groupscope_group_last_excess_moves{group="$group"}')],
+                (3, 8),
+                steps=EXCESS,
+            )
+        )
+        .with_row(row("Lag and commits"))
+        .with_panel(
+            timeseries_panel(
+                "Offset lag",
+                "Log-end offset minus committed offset, summed over each topic's partitions.",
+                [prom('groupscope_lag{group="$group", topic=~"$topic"}', "{{topic}}")],
+                (8, 8),
+                unit="short",
+            )
+        )
+        .with_panel(
+            timeseries_panel(
+                "Time lag",
+                (
+                    "Estimated age of the committed position (worst partition of "
+                    "each topic); the dashed line is the alert threshold."
+                ),
+                [prom('groupscope_lag_seconds{group="$group", topic=~"$topic"}', "{{topic}}")],
+                (8, 8),
+                unit="s",
+                steps=levels(red=300),
+            )
+        )
+        .with_panel(
+            timeseries_panel(
+                "Consumption and commit rate",
+                (
+                    "How fast committed offsets advance (messages/s per topic) "
+                    "and offset commit records per second."
+                ),
+                [
+                    prom(
+                        (
+                            'rate(groupscope_committed_offset{group="$group", '
+                            'topic=~"$topic"}[$__rate_interval])'
+                        ),
+                        "consumed {{topic}}",
+                    ),
+                    prom(
+                        'rate(groupscope_group_commits_total{group="$group"}[$__rate_interval])',
+                        "commit records",
+                    ),
+                ],
+                (8, 8),
+                unit="short",
+            )
+        )
+        .with_panel(
+            timeseries_panel(
+                "Committed offsets by partition (history store)",
+                (
+                    "Each partition's committed offset as the streaming job "
+                    "stored it (offset_history_entries); a flat line while the "
+                    "group has members is a stall."
+                ),
+                [
+                    Sql(
+                        (
+                            "SELECT batch_time AS \"time\", topic || '-' || partition AS "
+                            "metric, committed_offset AS value FROM "
+                            "offset_history_entries WHERE group_name = ${group:sqlstring} "
+                            "AND topic IN (${topic:sqlstring}) AND "
+                            "$__timeFilter(batch_time) ORDER BY 1"
+                        ),
+                        time_series=True,
+                    )
+                ],
+                (12, 9),
+                unit="short",
+                step=True,
+            )
+        )
+        .with_panel(
+            table_panel(
+                "Partition owners at the end of the time range (history store)",
+                (
+                    "Who owned each partition at the end of the selected time "
+                    "range (partition_ownership); move the range's end to see an "
+                    "earlier moment."
+                ),
+                [
+                    Sql(
+                        "SELECT topic, partition, member, client_id, client_host, "
+                        "generation, valid_from FROM partition_ownership WHERE "
+                        "group_name = ${group:sqlstring} AND topic IN "
+                        "(${topic:sqlstring}) AND valid_from <= $__timeTo() AND "
+                        "(valid_until IS NULL OR valid_until > $__timeTo()) ORDER BY "
+                        "topic, partition"
+                    )
+                ],
+                (12, 9),
+            )
+        )
+        .with_row(row("Rebalance storms (history store)"))
+        .with_panel(
+            table_panel(
+                "Rebalance storms",
+                (
+                    "Runs of at least $storm_rebalances rebalances within "
+                    "$storm_window in the time range (rebalance_storms_between), "
+                    "overlapping windows merged. Set the two variables to the "
+                    "exporter's --storm-rebalances and --storm-window (5 and 10m "
+                    "by default)."
+                ),
+                [
+                    Sql(
+                        "SELECT storm_start, storm_end, rebalances, extract(epoch "
+                        "FROM storm_end - storm_start) AS duration FROM "
+                        "rebalance_storms_between($__timeFrom(), $__timeTo(), "
+                        "${storm_window:sqlstring}::interval, "
+                        "${storm_rebalances:sqlstring}::integer) WHERE group_name = "
+                        "${group:sqlstring} ORDER BY storm_start DESC"
+                    )
+                ],
+                (24, 6),
+                overrides=[("duration", [unit("s")])],
+            )
+        )
+    )
