@@ -18,7 +18,7 @@ Conflicts resolve by natural key plus source position, so a replayed batch is a 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import asdict, astuple, replace
 
@@ -262,11 +262,28 @@ _CONNECTION_ERRORS = (psycopg.OperationalError, psycopg.InterfaceError)
 _DATA_LIMITS = (psycopg.errors.ProgramLimitExceeded,)
 
 
+class Statements:
+    """Runs a batch write's merge statements, in order, on the transaction's cursor.
+
+    The store's seam for failure tests: a subclass passed to `HistoryStore` can stop the
+    server or end the connection between two statements (`execute`) or after the last
+    one, just before the commit (`before_commit`), and so put a real fault at an exact
+    point of the transaction. The job uses this class as it is.
+    """
+
+    def execute(self, cursor: psycopg.Cursor, statement: str, params: Mapping[str, object]) -> None:
+        cursor.execute(statement, params)
+
+    def before_commit(self, cursor: psycopg.Cursor) -> None:
+        """Called once the whole batch is merged, before the transaction commits."""
+
+
 class HistoryStore:
     """The streaming job's handle on the store: one `write_batch` per micro-batch."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, statements: Statements | None = None) -> None:
         self.engine = engine
+        self.statements = statements or Statements()
 
     def write_batch(self, batch: BatchWrite) -> None:
         """Apply the whole batch in one transaction, or raise and keep none of it.
@@ -276,7 +293,8 @@ class HistoryStore:
         constraint. In both cases the transaction rolled back.
         """
         with self._transaction(f"batch {batch.batch_id} of {batch.source} not written") as cur:
-            _merge(cur, _stage(cur, batch))
+            _merge(cur, _stage(cur, batch), self.statements)
+            self.statements.before_commit(cur)
 
     def rejection(self, batch: BatchWrite) -> str | None:
         """Why the database would reject `batch` (its first line), or None if it would take it.
@@ -286,7 +304,7 @@ class HistoryStore:
         """
         try:
             with self._transaction(f"batch {batch.batch_id} rejected", keep=False) as cur:
-                _merge(cur, _stage(cur, batch))
+                _merge(cur, _stage(cur, batch), self.statements)
         except BatchRejectedError as exc:
             return first_line(exc.__cause__ or exc)
         return None
@@ -398,20 +416,20 @@ def _stage(cursor: psycopg.Cursor, batch: BatchWrite) -> BatchWrite:
     return replace(batch, repairs=repairs)
 
 
-def _merge(cursor: psycopg.Cursor, batch: BatchWrite) -> None:
-    params = {"batch_id": batch.batch_id, "batch_time": batch.batch_time}
+def _merge(cursor: psycopg.Cursor, batch: BatchWrite, statements: Statements) -> None:
+    params: dict[str, object] = {"batch_id": batch.batch_id, "batch_time": batch.batch_time}
     # Sorting 100,000 staged offsets needs ~15 MB; the 4 MB default spills to disk.
     cursor.execute("SET LOCAL work_mem = '64MB'")
-    cursor.execute(UPSERT_GROUPS, params)
-    cursor.execute(APPLY_GROUP_EVENTS, params)
-    cursor.execute(INSERT_GENERATIONS, params)
+    statements.execute(cursor, UPSERT_GROUPS, params)
+    statements.execute(cursor, APPLY_GROUP_EVENTS, params)
+    statements.execute(cursor, INSERT_GENERATIONS, params)
     created = {(sp, so): pk for pk, sp, so in cursor.fetchall()}
     if created:
         staging.MEMBERS.copy(cursor, _member_rows(batch, created))
     for statement in MERGES:
-        cursor.execute(statement, params)
+        statements.execute(cursor, statement, params)
     if batch.repairs:
-        cursor.execute(INSERT_REPAIRS, params)
+        statements.execute(cursor, INSERT_REPAIRS, params)
     cursor.executemany(
         UPSERT_PROGRESS,
         [

@@ -11,11 +11,34 @@ from services.store.database import create_store_engine
 from services.store.embedded import EmbeddedPostgres
 from services.store.errors import BatchRejectedError, StoreUnavailableError
 from services.store.migrate import upgrade
-from services.store.repository import HistoryStore
+from services.store.repository import HistoryStore, Statements
 from services.store.retry import RetryPolicy
 from tests.fixtures.batches import at, batch, commit, generation, member
 
 KILL_OWN_BACKEND = "SELECT pg_terminate_backend(pg_backend_pid())"
+
+
+class KillAfter(Statements):
+    """The server ends the session right after `statement` ran (None: after the last
+    statement, just before the commit), on the first `times` batches only."""
+
+    def __init__(self, statement: str | None, times: int = 1) -> None:
+        self.statement = statement
+        self.left = times
+
+    def execute(self, cursor, statement, params) -> None:
+        super().execute(cursor, statement, params)
+        if statement == self.statement:
+            self._kill(cursor)
+
+    def before_commit(self, cursor) -> None:
+        if self.statement is None:
+            self._kill(cursor)
+
+    def _kill(self, cursor) -> None:
+        if self.left > 0:
+            self.left -= 1
+            cursor.execute(KILL_OWN_BACKEND)
 
 
 def counts(engine: Engine) -> dict[str, int]:
@@ -33,37 +56,20 @@ def full_batch(batch_id: int = 1):
     )
 
 
-def test_connection_killed_mid_batch_keeps_nothing_and_says_so(
-    store_engine: Engine, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_connection_killed_mid_batch_keeps_nothing_and_says_so(store_engine: Engine) -> None:
     # The server ends the session after groups, generations and offsets were merged.
-    merges = list(repository.MERGES)
-    merges.insert(merges.index(repository.UPSERT_OFFSETS) + 1, KILL_OWN_BACKEND)
-    monkeypatch.setattr(repository, "MERGES", tuple(merges))
-
+    store = HistoryStore(store_engine, KillAfter(repository.UPSERT_OFFSETS))
     with pytest.raises(StoreUnavailableError, match="batch 1 of __consumer_offsets not written"):
-        HistoryStore(store_engine).write_batch(full_batch())
+        store.write_batch(full_batch())
 
     assert set(counts(store_engine).values()) == {0}
     assert HistoryStore(store_engine).progress("__consumer_offsets") == {}
 
 
-def test_after_a_killed_connection_the_retry_lands_the_whole_batch(
-    store_engine: Engine, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # The first attempt dies after every merge ran, just before the commit.
-    original_merge = repository._merge
-    killed: list[bool] = []
-
-    def merge_then_die_once(cursor, batch_write) -> None:
-        original_merge(cursor, batch_write)
-        if not killed:
-            killed.append(True)
-            cursor.execute(KILL_OWN_BACKEND)
-
-    monkeypatch.setattr(repository, "_merge", merge_then_die_once)
+def test_after_a_killed_connection_the_retry_lands_the_whole_batch(store_engine: Engine) -> None:
+    # The first attempt dies after every statement ran, just before the commit.
     sleeps: list[float] = []
-    store = HistoryStore(store_engine)
+    store = HistoryStore(store_engine, KillAfter(None))
     RetryPolicy(attempts=3, initial_delay=0.25).run(
         lambda: store.write_batch(full_batch()), sleep=sleeps.append
     )
@@ -108,25 +114,24 @@ def test_rejected_data_keeps_nothing_and_is_not_retried(store_engine: Engine) ->
     assert set(counts(store_engine).values()) == {0}
 
 
-def test_server_restarted_mid_batch_then_the_retry_lands_it(
-    data_dir, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_server_restarted_mid_batch_then_the_retry_lands_it(data_dir) -> None:
     with EmbeddedPostgres(data_dir / "pg", delete_on_stop=True) as server:
         upgrade(server.uri())
         engine = create_store_engine(server.uri())
-        store = HistoryStore(engine)
-        store.write_batch(batch(1, offsets=[commit(5, 50)]))
 
-        original_merge = repository._merge
-        restarted: list[bool] = []
+        class RestartFirst(Statements):
+            """The server restarts once, after the batch was staged, before its merge."""
 
-        def merge_during_a_restart(cursor, batch_write) -> None:
-            if not restarted:
-                restarted.append(True)
-                server.restart()
-            original_merge(cursor, batch_write)
+            restarted = False
 
-        monkeypatch.setattr(repository, "_merge", merge_during_a_restart)
+            def execute(self, cursor, statement, params) -> None:
+                if not self.restarted:
+                    self.restarted = True
+                    server.restart()
+                super().execute(cursor, statement, params)
+
+        HistoryStore(engine).write_batch(batch(1, offsets=[commit(5, 50)]))
+        store = HistoryStore(engine, RestartFirst())
         sleeps: list[float] = []
         RetryPolicy(attempts=3, initial_delay=0.1).run(
             lambda: store.write_batch(full_batch(2)), sleep=sleeps.append
