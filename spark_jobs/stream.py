@@ -53,7 +53,7 @@ examples:
       --conf spark.pyspark.driver.python=python spark_jobs/stream.py --bootstrap-servers b:9092 \\
       --database-url postgresql://groupscope@db/groupscope
   (the archive from `make dist`, also unpacked into ./environment where the job starts;
-  see the README's "On a Spark cluster")
+  see docs/operations.md, "Running on a Spark cluster")
 
 Spark settings: the job keeps every setting it is given (spark-submit's flags, --conf,
 --master, spark-defaults.conf) and fills in only unset ones:
