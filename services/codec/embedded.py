@@ -24,7 +24,7 @@ from typing import Any
 
 from services.codec.compiler import FAST_DECODE_ERRORS, decoder
 from services.codec.encoder import encode_message
-from services.codec.errors import DecodeError
+from services.codec.errors import DecodeError, codec_defect
 from services.codec.schema import Message
 from services.codec.schemas import CONSUMER_PROTOCOL_ASSIGNMENT, CONSUMER_PROTOCOL_SUBSCRIPTION
 
@@ -56,8 +56,8 @@ def _decode(message: Message, decoders: list[Any], data: bytes) -> dict[str, Any
         if pos != end:
             result["raw"] = data  # trailing bytes (a newer version's fields): keep them
         return result
-    except FAST_DECODE_ERRORS:
-        pass
+    except FAST_DECODE_ERRORS as exc:
+        fast = exc
     # The longest complete prefix: an older layout that ends exactly at the end.
     for older in range(schema_version - 1, -1, -1):
         try:
@@ -71,7 +71,7 @@ def _decode(message: Message, decoders: list[Any], data: bytes) -> dict[str, Any
         checked(data, 2)
     except DecodeError as exc:
         raise exc.within(message.name) from None
-    raise DecodeError("", 2, "undecodable", message.name)
+    raise codec_defect(fast, message.name) from fast
 
 
 def decode_subscription(data: bytes) -> dict[str, Any]:

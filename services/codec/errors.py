@@ -23,5 +23,17 @@ class DecodeError(ValueError):
         return DecodeError(field, self.offset, self.reason, message or self.message)
 
 
+def codec_defect(fast: Exception, message: str) -> DecodeError:
+    """The fast decoder failed on bytes the checked decoder reads: our defect, not the
+    record's. It still becomes a DecodeError, so the record is kept with its bytes and
+    the stream goes on, but its reason says so (counted as "codec defect") rather than
+    passing for bad bytes."""
+    reason = (
+        f"codec defect: the fast decoder raised {type(fast).__name__} ({fast}) on bytes "
+        "the checked decoder reads; please report it with the record's bytes"
+    )
+    return DecodeError("", 2, reason, message)
+
+
 class EncodeError(ValueError):
     """A value that cannot be written in the requested schema version."""

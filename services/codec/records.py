@@ -19,7 +19,7 @@ from services.codec import schemas as s
 from services.codec.compiler import FAST_DECODE_ERRORS, Decoder, decoder
 from services.codec.embedded import decode_member_protocols, encode_assignment, encode_subscription
 from services.codec.encoder import encode_message
-from services.codec.errors import DecodeError, EncodeError
+from services.codec.errors import DecodeError, EncodeError, codec_defect
 from services.codec.schema import Message
 
 _accelerated: Callable[[bytes], dict[str, Any] | None] | None
@@ -188,12 +188,12 @@ def _decode_body(message: Message, version: int, data: bytes) -> dict[str, Any]:
     """Decode `data[2:]`; any failure becomes a DecodeError naming the field and offset."""
     try:
         fields, end = decoder(message, version)(data, 2)
-    except FAST_DECODE_ERRORS:
+    except FAST_DECODE_ERRORS as fast:
         try:
             decoder(message, version, checked=True)(data, 2)
         except DecodeError as exc:
             raise exc.within(f"{message.name} v{version}") from None
-        raise DecodeError("", 2, "undecodable", f"{message.name} v{version}") from None
+        raise codec_defect(fast, f"{message.name} v{version}") from fast
     if end != len(data):
         raise DecodeError(
             "", end, f"{len(data) - end} trailing bytes", f"{message.name} v{version}"

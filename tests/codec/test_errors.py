@@ -86,3 +86,22 @@ def test_flexible_varint_too_long() -> None:
     value = struct.pack(">hi", 0, 1) + b"\xff\xff\xff\xff\xff\xff"
     err = error_of(key, value)
     assert err.field == "_tagged_fields"
+
+
+def test_a_fast_decoder_that_fails_where_the_checked_one_reads_is_named_a_defect() -> None:
+    """A fast decoder is generated code; if it raises on bytes the checked decoder reads,
+    the record is still kept (a DecodeError, never a stop), but as our defect, not as bad
+    bytes: the reason says so and its counting label is "codec defect"."""
+    from services.codec.embedded import _decode, encode_subscription
+    from services.codec.schemas import CONSUMER_PROTOCOL_SUBSCRIPTION
+    from spark_jobs.batch import failure_reason
+
+    def broken(data: bytes, pos: int) -> tuple[dict, int]:
+        raise IndexError("index out of range")
+
+    good = encode_subscription({"version": 1, "topics": ["t"], "user_data": None})
+    with pytest.raises(DecodeError) as info:
+        _decode(CONSUMER_PROTOCOL_SUBSCRIPTION, [broken] * 4, good)
+    assert info.value.reason.startswith("codec defect: the fast decoder raised IndexError")
+    assert isinstance(info.value.__cause__, IndexError)
+    assert failure_reason(info.value) == "ConsumerProtocolSubscription: codec defect"
