@@ -26,15 +26,18 @@ def test_the_batch_logs_each_unknown_type_and_baseline_failure_once(
         encode_key("share_group_metadata", {"group_id": "s"}),
         encode_value("share_group_metadata", 0, {"epoch": 1, "metadata_hash": 0}),
     )
-    rejected = [  # partition 0 twice in m1's target: the uniform baseline is rejected
+    rejected = [  # partition 0 in two members' targets: the uniform baseline is rejected
         member_meta("m1"),
+        member_meta("m3"),
         *epoch(1),
-        target("m1", [0, 0, 1, 2, 3]),
+        target("m1", [0, 1, 2, 3]),
+        target("m3", [0]),
         target_epoch(1),
         member_meta("m2"),
         *epoch(2),
         target("m1", [0, 1]),
         target("m2", [2, 3]),
+        target("m3", []),
         target_epoch(2),
     ]
     processor = BatchProcessor(store=None, source="test", offsets_partitions=50)  # no write
@@ -47,9 +50,10 @@ def test_the_batch_logs_each_unknown_type_and_baseline_failure_once(
     lines = [r.getMessage() for r in caplog.records]
     assert lines == [
         "batch 7: 2 group records of type share_group_metadata, which the tracker does not track",
-        "batch 7: 1 rebalances stored without a baseline (uniform: PartitionAssignorError), "
-        "e.g. group 'k': Partitions were left unassigned",
+        "batch 7: 1 rebalances stored without a baseline (uniform: AssignmentError), "
+        "e.g. group 'k': stock-0 is owned by both 'm1' and 'm3'; a server-side target "
+        "assignment gives each partition to one member",
     ]
     assert [r.levelname for r in caplog.records] == ["INFO", "WARNING"]
     assert stats.unknown_types == {"share_group_metadata": 2}
-    assert stats.baseline_failures == {"uniform: PartitionAssignorError": 1}
+    assert stats.baseline_failures == {"uniform: AssignmentError": 1}
