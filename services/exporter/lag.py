@@ -36,6 +36,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from services.exporter.rows import RowIndex, extend
+
 log = logging.getLogger("groupscope.exporter")
 
 # (topic names, topic index per partition, partition numbers) -> log-end offsets, -1 where
@@ -72,14 +74,13 @@ class OffsetHistory:
         self.depth = depth
         self.epoch: float | None = None
         self.topic_ids: dict[str, int] = {}
-        self.sorted_keys = np.zeros(0, np.int64)
-        self.sorted_rows = np.zeros(0, np.int64)
+        self.index = RowIndex()
         self.offsets = np.zeros((0, depth), np.int64)
         self.first = np.zeros((0, depth), np.float32)
         self.last = np.zeros((0, depth), np.float32)
 
     def __len__(self) -> int:
-        return len(self.sorted_keys)
+        return len(self.index)
 
     def keys(self, topics: Sequence[str], topic_index: np.ndarray, partitions: np.ndarray):
         """Stable int64 keys of (topics[topic_index[i]], partitions[i])."""
@@ -92,10 +93,7 @@ class OffsetHistory:
 
     def rows_of(self, keys: np.ndarray) -> np.ndarray:
         """History row per key, -1 where never polled."""
-        if not len(self.sorted_keys):
-            return np.full(len(keys), -1, np.int64)
-        at = np.searchsorted(self.sorted_keys, keys).clip(0, len(self.sorted_keys) - 1)
-        return np.where(self.sorted_keys[at] == keys, self.sorted_rows[at], -1)
+        return self.index.rows_of(keys)
 
     def record(self, keys: np.ndarray, values: np.ndarray, at: float) -> None:
         """Add one poll's log-end offsets (`values`, -1: not read), taken at `at`."""
@@ -125,16 +123,12 @@ class OffsetHistory:
             self.last[shift, -1] = t
 
     def _grow(self, keys: np.ndarray, values: np.ndarray, t: np.float32) -> np.ndarray:
-        start, count = len(self.offsets), len(keys)
-        rows = np.arange(start, start + count)
-        self.offsets = _extend(self.offsets, count)
-        self.first = _extend(self.first, count)
-        self.last = _extend(self.last, count)
+        count = len(keys)
+        self.offsets = extend(self.offsets, count)
+        self.first = extend(self.first, count)
+        self.last = extend(self.last, count)
+        rows = self.index.add(keys)
         self._reset(rows, values, t)
-        merged = np.concatenate([self.sorted_keys, keys])
-        order = np.argsort(merged, kind="stable")
-        self.sorted_keys = merged[order]
-        self.sorted_rows = np.concatenate([self.sorted_rows, rows])[order]
         return rows
 
     def _reset(self, rows: np.ndarray, values: np.ndarray, t: np.float32) -> None:
@@ -244,10 +238,3 @@ class LogEndPoller:
         if failed > 1:
             log.warning("log-end offsets of %d partitions not read", failed)
         return out
-
-
-def _extend(array: np.ndarray, rows: int) -> np.ndarray:
-    """`array` with `rows` more (uninitialized) rows; one allocation."""
-    out = np.empty((len(array) + rows, array.shape[1]), array.dtype)
-    out[: len(array)] = array
-    return out
