@@ -25,6 +25,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "services.postmortem.commands",
     "services.simulator.commands",
     "services.exporter.commands",
+    "services.exporter.status_command",
     "services.workload.commands",
 )
 

@@ -111,7 +111,7 @@ def build() -> builders.Dashboard:
                     "group type (classic or consumer for KIP-848)."
                 ),
                 [prom('groupscope_group_info{group="$group"}', "{{assignor}} ({{type}})")],
-                (4, 4),
+                (3, 4),
                 show_name=True,
             )
         )
@@ -148,7 +148,7 @@ def build() -> builders.Dashboard:
                     "--storm-window (5 within 10m by default)."
                 ),
                 [prom('groupscope_group_storm{group="$group"}')],
-                (3, 4),
+                (2, 4),
                 steps=FLAG,
                 mappings=value_map(("no storm", "green"), ("STORM", "red")),
             )
@@ -186,6 +186,23 @@ def build() -> builders.Dashboard:
                 [prom('groupscope_group_state_seconds{group="$group"}')],
                 (2, 4),
                 unit="s",
+            )
+        )
+        .with_panel(
+            stat_panel(
+                "Lag status",
+                (
+                    "Burrow's lag evaluation rules over each partition's last 10 "
+                    "commits, the worst partition: OK, WARN (the lag never "
+                    "decreased), ERR (a partition stopped, stalled or went back). "
+                    "`groupscope lag-status GROUP` shows the partitions."
+                ),
+                [prom('groupscope_group_lag_status{group="$group"}')],
+                (2, 4),
+                steps=levels(orange=2, red=3),
+                mappings=value_map(
+                    ("-", "text"), ("OK", "green"), ("WARN", "orange"), ("ERR", "red")
+                ),
             )
         )
         .with_row(row("Generations and members"))

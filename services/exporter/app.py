@@ -19,11 +19,15 @@ engine's connect timeout. Each change of state is logged once.
 - `/readyz`: 200 once a refresh has succeeded and every live source of the streaming
   job (one that reported within `source_stale_after_s`) has caught up with
   `__consumer_offsets` and is not degraded; 503 with the reason otherwise.
+- `/status`: lag status by Burrow's rules as JSON (`services.exporter.status`), every
+  group or `?group=NAME` with its partitions' windows; 503 before the first refresh
+  with lag, or without `--bootstrap-servers`.
 """
 
 from __future__ import annotations
 
 import gzip
+import json
 import logging
 import threading
 import time
@@ -31,6 +35,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler
+from typing import Any
+from urllib.parse import parse_qs
 
 import numpy as np
 from prometheus_client import CollectorRegistry, ProcessCollector, generate_latest
@@ -39,8 +45,10 @@ from sqlalchemy import Engine
 
 from services.exporter.exposition import ExporterStats, Options, Rendered, prepare
 from services.exporter.lag import Fetch, LagResult, OffsetHistory
+from services.exporter.lagstatus import CommitWindows
 from services.exporter.server import BoundedHTTPServer
 from services.exporter.snapshot import Offsets, PipelineRow, StoreSnapshot, read_snapshot
+from services.exporter.status import StatusView, group_document, groups_document
 from services.store.errors import SchemaOutdatedError, StoreError
 from services.store.migrate import head_revision
 
@@ -108,6 +116,9 @@ class Exporter:
         self.fetch_log_end = fetch_log_end
         self.clock = clock
         self.history = OffsetHistory(config.history_depth)
+        self.windows = CommitWindows()
+        self.status_view: StatusView | None = None
+        self._status_lock = threading.Lock()  # the windows: refresh writes, /status reads
         self.stats = ExporterStats()
         self.exposition = Exposition()
         self.readiness = Readiness()
@@ -213,7 +224,52 @@ class Exporter:
         rows = self.history.rows_of(
             self.history.keys(offsets.topics, offsets.topic, offsets.partition)
         )
-        return self.history.lag(rows, offsets.committed, now)
+        lag = self.history.lag(rows, offsets.committed, now)
+        with self._status_lock:
+            lag.status = self._lag_status(offsets, rows, lag, now)
+        return lag
+
+    def _lag_status(
+        self, offsets: Offsets, rows: np.ndarray, lag: LagResult, now: float
+    ) -> np.ndarray:
+        """Burrow's status of every committed partition: each refresh adds the commits it
+        finds new to the windows (with the lag seen now), then judges them; the log end
+        counts as recent over as many polls as a window holds commits."""
+        keys = self.windows.keys(offsets.pairs, offsets.pair, offsets.partition)
+        has_time = offsets.commit_ms >= 0
+        window_rows = np.full(len(offsets), -1, np.int64)
+        window_rows[has_time] = self.windows.observe(
+            keys[has_time],
+            offsets.committed[has_time],
+            offsets.commit_ms[has_time].astype(np.float64),
+            lag.lag[has_time],
+        )
+        status = np.zeros(len(offsets), np.int64)
+        recent = self.history.lowest_recent(rows[has_time], self.windows.intervals)
+        status[has_time] = self.windows.evaluate(
+            window_rows[has_time], lag.lag[has_time], recent, now
+        )
+        self.status_view = StatusView(now, offsets, lag.lag, status, window_rows)
+        return status
+
+    def lag_status(self, group: str | None) -> tuple[int, dict[str, Any]]:
+        """(HTTP status, document) for /status (every group) or /status?group=NAME."""
+        with self._status_lock:
+            view = self.status_view
+            if view is None:
+                reason = (
+                    "no lag status yet: the first refresh has not finished"
+                    if self.fetch_log_end is not None
+                    else "no lag status: the exporter polls no log-end offsets "
+                    "(start it with --bootstrap-servers)"
+                )
+                return 503, {"error": reason}
+            if group is None:
+                return 200, groups_document(view)
+            document = group_document(view, self.windows, group)
+        if document is None:
+            return 404, {"error": f"group {group!r} has no partition with a lag status"}
+        return 200, document
 
     def _run(self) -> None:
         while not self._stop.is_set():
@@ -387,10 +443,16 @@ def _handler(exporter: Exporter) -> type[BaseHTTPRequestHandler]:
             elif path == "/readyz":
                 r = exporter.readiness
                 self._send(200 if r.ready else 503, (r.reason + "\n").encode())
+            elif path == "/status":
+                query = parse_qs(self.path.split("?", 1)[1]) if "?" in self.path else {}
+                groups = query.get("group")
+                code, document = exporter.lag_status(groups[0] if groups else None)
+                body = (json.dumps(document) + "\n").encode()
+                self._send(code, body, "application/json")
             elif path == "/":
                 self._send(200, INDEX, "text/html; charset=utf-8")
             else:
-                self._send(404, b"not found: try /metrics, /healthz or /readyz\n")
+                self._send(404, b"not found: try /metrics, /status, /healthz or /readyz\n")
 
         def _send(
             self,
@@ -416,5 +478,6 @@ def _handler(exporter: Exporter) -> type[BaseHTTPRequestHandler]:
 INDEX = b"""<html><head><title>groupscope exporter</title></head><body>
 <h1>groupscope exporter</h1>
 <ul><li><a href="/metrics">/metrics</a></li><li><a href="/healthz">/healthz</a></li>
-<li><a href="/readyz">/readyz</a></li></ul></body></html>
+<li><a href="/readyz">/readyz</a></li>
+<li><a href="/status">/status</a> (lag status by Burrow's rules)</li></ul></body></html>
 """

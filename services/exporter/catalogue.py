@@ -156,6 +156,16 @@ METRICS: tuple[Metric, ...] = (
         "the group has committed everything a read_committed consumer can read).",
     ),
     Metric(
+        "group_lag_status",
+        "gauge",
+        GROUP,
+        "Lag status by Burrow's evaluation rules, the worst of the group's partitions: "
+        "1 OK, 2 WARN (committing, but the lag never decreased over the window of the "
+        "last 10 commits), 3 ERR (a partition stopped committing, stalled on one offset "
+        "or went back); 0 while no partition is judged yet (a window is judged from its "
+        "second observed commit). Absent while no partition's lag is known.",
+    ),
+    Metric(
         "partition_committed_offset",
         "gauge",
         GROUP_TOPIC_PARTITION,
@@ -167,6 +177,13 @@ METRICS: tuple[Metric, ...] = (
         "gauge",
         GROUP_TOPIC_PARTITION,
         "Offset lag of one partition: its last stable offset minus the committed offset.",
+        per_partition=True,
+    ),
+    Metric(
+        "partition_lag_status",
+        "gauge",
+        GROUP_TOPIC_PARTITION,
+        "Lag status of one partition by Burrow's rules: 1 OK, 2 WARN, 4 STOP, 5 STALL, 6 REWIND.",
         per_partition=True,
     ),
     Metric(

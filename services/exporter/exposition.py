@@ -19,6 +19,7 @@ import numpy as np
 
 from services.exporter.catalogue import BY_NAME, METRICS, PREFIX, Metric
 from services.exporter.lag import LagResult
+from services.exporter.lagstatus import ERR
 from services.exporter.snapshot import StoreSnapshot
 
 Sample = tuple[str, float | int]  # (rendered label set, value)
@@ -311,3 +312,25 @@ def _offset_families(
     for i in np.nonzero(known)[0].tolist() if partition_labels else ():
         f["partition_lag"].append((partition_labels[i], int(lag.lag[i])))
         f["partition_lag_seconds"].append((partition_labels[i], round(float(lag.seconds[i]), 3)))
+    if lag.status is not None:
+        _lag_status_families(f, snap, lag.status, known, partition_labels)
+
+
+def _lag_status_families(
+    f: dict[str, list[Sample]],
+    snap: StoreSnapshot,
+    status: np.ndarray,
+    known: np.ndarray,
+    partition_labels: list[str],
+) -> None:
+    """Each group's worst partition status (STOP, STALL and REWIND as ERR; 0 while none
+    is judged yet), and each partition's with --per-partition, wherever the lag is
+    known (services.exporter.lagstatus)."""
+    offsets = snap.offsets
+    group = offsets.pair_group[offsets.pair]
+    worst = np.full(len(offsets.groups), -1, np.int64)
+    np.maximum.at(worst, group[known], np.minimum(status[known], ERR))
+    for g in np.nonzero(worst >= 0)[0].tolist():
+        f["group_lag_status"].append((labels(group=offsets.groups[g]), int(worst[g])))
+    for i in np.nonzero(known)[0].tolist() if partition_labels else ():
+        f["partition_lag_status"].append((partition_labels[i], int(status[i])))

@@ -31,6 +31,7 @@ and right after start the history is one sample deep.
 from __future__ import annotations
 
 import logging
+from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -45,6 +46,7 @@ log = logging.getLogger("groupscope.exporter")
 # (docs/performance.md, "Design measurements": partition arrays).
 Fetch = Callable[[Sequence[str], np.ndarray, np.ndarray], np.ndarray]
 
+POLLS_KEPT = 64  # poll times remembered, for `lowest_recent`
 CHUNK = 16_384  # rows per vectorized block: bounds the temporaries (~8 MB)
 
 
@@ -54,6 +56,8 @@ class LagResult:
 
     lag: np.ndarray  # float64 (NaN where unknown)
     seconds: np.ndarray  # float64 (NaN where unknown)
+    # Burrow's status code per row (services.exporter.lagstatus; 0 where unknown)
+    status: np.ndarray | None = None
 
 
 class OffsetHistory:
@@ -74,6 +78,7 @@ class OffsetHistory:
         self.depth = depth
         self.epoch: float | None = None
         self.topic_ids: dict[str, int] = {}
+        self.polls: deque[float] = deque(maxlen=POLLS_KEPT)  # the times of the last polls
         self.index = RowIndex()
         self.offsets = np.zeros((0, depth), np.int64)
         self.first = np.zeros((0, depth), np.float32)
@@ -99,6 +104,7 @@ class OffsetHistory:
         """Add one poll's log-end offsets (`values`, -1: not read), taken at `at`."""
         if self.epoch is None:
             self.epoch = at
+        self.polls.append(at)
         t = np.float32(at - self.epoch)
         read = values >= 0
         keys, values = keys[read], values[read]
@@ -136,6 +142,20 @@ class OffsetHistory:
         self.offsets[rows] = values[:, None]
         self.first[rows] = t
         self.last[rows] = t
+
+    def lowest_recent(self, rows: np.ndarray, polls: int) -> np.ndarray:
+        """Per row, the lowest log-end offset that the last `polls` polls saw (Burrow's
+        ring of recent broker offsets); -1 where none did (or the row was never polled)."""
+        out = np.full(len(rows), -1, np.int64)
+        known = rows >= 0
+        if self.epoch is None or not known.any():
+            return out
+        since = self.polls[-min(polls, len(self.polls))]
+        r = rows[known]
+        recent = self.last[r] >= np.float32(since - self.epoch)
+        lowest = np.where(recent, self.offsets[r], np.iinfo(np.int64).max).min(axis=1)
+        out[known] = np.where(recent.any(axis=1), lowest, -1)
+        return out
 
     def lag(self, rows: np.ndarray, committed: np.ndarray, now: float) -> LagResult:
         """Offset and time lag of committed offsets on the given history rows."""

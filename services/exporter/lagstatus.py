@@ -22,7 +22,9 @@ and the rule functions; the tests carry that file's test cases):
   ERR (Burrow's group statuses are OK, WARN and ERR).
 
 Codes are Burrow's `StatusConstant`s, so dashboards and alerts compare numbers: OK 1,
-WARN 2, ERR 3, STOP 4, STALL 5, REWIND 6.
+WARN 2, ERR 3, STOP 4, STALL 5, REWIND 6; 0 (Burrow's NOTFOUND) where a partition is not
+judged yet: its current lag is unknown, or its window holds fewer than `MIN_COMMITS`
+observed commits (a window fills as the exporter observes commits, from its start).
 """
 
 from __future__ import annotations
@@ -35,6 +37,10 @@ OK, WARN, ERR, STOP, STALL, REWIND = 1, 2, 3, 4, 5, 6
 NAMES = {OK: "OK", WARN: "WARN", ERR: "ERR", STOP: "STOP", STALL: "STALL", REWIND: "REWIND"}
 INTERVALS = 10
 MIN_DISTANCE_S = 1.0
+# A window is judged from its second observed commit: one commit has no span, and
+# would read as STOP (or STALL) for any partition with lag the moment the exporter
+# first sees it. Burrow's windows fill from history; ours fill as commits are observed.
+MIN_COMMITS = 2
 
 
 def group_status(partition_statuses: np.ndarray) -> int:
@@ -51,12 +57,19 @@ class CommitWindows:
     `count[r]` newest entries are the last columns of row r.
     """
 
-    def __init__(self, intervals: int = INTERVALS, min_distance_s: float = MIN_DISTANCE_S):
-        if intervals < 1:
-            raise ValueError("a window holds at least one commit")
+    def __init__(
+        self,
+        intervals: int = INTERVALS,
+        min_distance_s: float = MIN_DISTANCE_S,
+        min_commits: int = MIN_COMMITS,
+    ) -> None:
+        if not 1 <= min_commits <= intervals:
+            raise ValueError("a window holds at least one commit, and min_commits of them")
         self.intervals = intervals
+        self.min_commits = min_commits
         self.min_distance_ms = min_distance_s * 1000.0
         self.index = RowIndex()
+        self.pair_ids: dict[tuple[str, str], int] = {}
         self.offsets = np.zeros((0, intervals), np.int64)
         self.times = np.zeros((0, intervals), np.float64)  # commit timestamps, ms
         self.lags = np.zeros((0, intervals), np.float64)  # NaN: no log-end offset known
@@ -64,6 +77,14 @@ class CommitWindows:
 
     def __len__(self) -> int:
         return len(self.index)
+
+    def keys(self, pairs: list[tuple[str, str]], pair: np.ndarray, partition: np.ndarray):
+        """Stable int64 keys of the partitions (`pairs[pair[i]]`, `partition[i]`): an id
+        per (group, topic) in the high bits, the partition (an int32) in the low 31."""
+        ids = np.fromiter(
+            (self.pair_ids.setdefault(p, len(self.pair_ids)) for p in pairs), np.int64, len(pairs)
+        )
+        return (ids[pair] << 31) | partition.astype(np.int64)
 
     def observe(
         self, keys: np.ndarray, offsets: np.ndarray, commit_ms: np.ndarray, lag: np.ndarray
@@ -110,16 +131,20 @@ class CommitWindows:
     ) -> np.ndarray:
         """Status code per row: `current_lag` is the lag now (NaN: unknown, status 0),
         `recent_log_end_min` the lowest log-end offset among the recent samples (-1:
-        none), `now_s` the time of evaluation (Unix seconds)."""
-        return partition_status(
+        none), `now_s` the time of evaluation (Unix seconds). A window with fewer than
+        `min_commits` commits is not judged (0)."""
+        count = self.count[rows]
+        status = partition_status(
             self.offsets[rows],
             self.times[rows],
             self.lags[rows],
-            self.count[rows],
+            count,
             current_lag,
             recent_log_end_min,
             now_s,
         )
+        status[count < self.min_commits] = 0
+        return status
 
 
 def partition_status(

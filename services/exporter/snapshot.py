@@ -66,20 +66,22 @@ FROM pipeline_status
 ORDER BY source
 """
 
-# The offsets travel as three packed binary arrays (int4send/int8send, big-endian) plus
+# The offsets travel as four packed binary arrays (int4send/int8send, big-endian) plus
 # the distinct (group, topic) pairs: no Python object per row on the client. COPY or a
 # row per partition left fragmented heap behind (docs/performance.md, "Design
 # measurements": packed offsets).
 LIVE_OFFSETS = """
 WITH live AS (
     SELECT group_name, topic, partition, committed_offset,
+        coalesce((extract(epoch FROM commit_timestamp) * 1000)::int8, -1) AS commit_ms,
         dense_rank() OVER (ORDER BY group_name, topic) - 1 AS pair
     FROM committed_offsets
     WHERE NOT deleted AND committed_offset IS NOT NULL
 )
 SELECT string_agg(int4send(pair::int4), '' ORDER BY pair, partition),
     string_agg(int4send(partition), '' ORDER BY pair, partition),
-    string_agg(int8send(committed_offset), '' ORDER BY pair, partition)
+    string_agg(int8send(committed_offset), '' ORDER BY pair, partition),
+    string_agg(int8send(commit_ms), '' ORDER BY pair, partition)
 FROM live
 """
 
@@ -180,6 +182,7 @@ class Offsets:
     topic: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     partition: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     committed: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    commit_ms: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # -1: none
 
     def __len__(self) -> int:
         return len(self.committed)
@@ -279,7 +282,7 @@ def _read_offsets(cur: psycopg.Cursor) -> Offsets:
     if not pairs:
         return Offsets()
     cur.execute(LIVE_OFFSETS, binary=True)
-    pair, partition, committed = _one_row(cur)
+    pair, partition, committed, commit_ms = _one_row(cur)
     groups: dict[str, int] = {}
     topics: dict[str, int] = {}
     pair_group = np.fromiter((groups.setdefault(g, len(groups)) for g, _ in pairs), np.int64)
@@ -294,4 +297,5 @@ def _read_offsets(cur: psycopg.Cursor) -> Offsets:
         topic=pair_topic[pair_index],
         partition=np.frombuffer(partition, ">i4").astype(np.int64),
         committed=np.frombuffer(committed, ">i8").astype(np.int64),
+        commit_ms=np.frombuffer(commit_ms, ">i8").astype(np.int64),
     )

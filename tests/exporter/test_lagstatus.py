@@ -163,7 +163,7 @@ def test_the_window_keeps_the_last_commits_and_drops_repeats_and_late_ones() -> 
 
 
 def test_windows_of_new_and_known_partitions_are_kept_apart() -> None:
-    windows = CommitWindows(intervals=4)
+    windows = CommitWindows(intervals=4, min_commits=1)
     first = windows.observe(
         np.array([3, 1]), np.array([10, 20]), np.array([1000.0, 1000.0]), np.array([1.0, 2.0])
     )
@@ -183,3 +183,14 @@ def test_windows_of_new_and_known_partitions_are_kept_apart() -> None:
     # since it, span 0: STOP; key 3: lag grew 1 -> 3 and 1 s since the last commit is
     # not more than the 4 s span: WARN.
     assert status.tolist() == [OK, STOP, WARN]
+
+
+def test_a_window_of_one_commit_is_not_judged_by_default() -> None:
+    """One observed commit has no span: with lag it would read as STOP the moment the
+    exporter first sees the partition. From the second commit on, it is judged."""
+    windows = CommitWindows()
+    row = observe(windows, 1, 100, 1000.0, 50)
+    judge = lambda: windows.evaluate(np.array([row]), np.array([50.0]), np.array([-1]), 60.0)  # noqa: E731
+    assert judge().tolist() == [0]
+    observe(windows, 1, 100, 11_000.0, 50)
+    assert judge().tolist() == [STOP]

@@ -1,0 +1,108 @@
+"""The exporter's `/status` documents: Burrow-style lag status per group and partition.
+
+The windows of commits that the statuses are judged on live in the exporter (they need
+the log-end history it polls), so the CLI (`groupscope lag-status`) asks the exporter,
+as Burrow's users ask Burrow's HTTP API. `/status` lists every group with its status,
+its partitions by status and its worst partition; `/status?group=NAME` gives each of the
+group's partitions with its status, lag and window.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+
+from services.exporter.lagstatus import NAMES, CommitWindows, group_status
+from services.exporter.snapshot import Offsets
+
+
+@dataclass(frozen=True)
+class StatusView:
+    """What one refresh judged: per committed row its lag, status (0: not judged) and
+    window row (-1: none)."""
+
+    taken_at: float
+    offsets: Offsets
+    lag: np.ndarray
+    status: np.ndarray
+    window_rows: np.ndarray
+
+
+def _iso(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, UTC).isoformat().replace("+00:00", "Z")
+
+
+def _partition(view: StatusView, i: int) -> dict[str, Any]:
+    o = view.offsets
+    return {
+        "topic": o.topics[int(o.topic[i])],
+        "partition": int(o.partition[i]),
+        "status": NAMES[int(view.status[i])],
+        "lag": int(view.lag[i]),
+        "committed_offset": int(o.committed[i]),
+    }
+
+
+def groups_document(view: StatusView) -> dict[str, Any]:
+    """Every group with a judged partition: status, counts by status, worst partition."""
+    o = view.offsets
+    judged = np.nonzero(view.status > 0)[0]
+    group_of = o.pair_group[o.pair]
+    by_group: dict[int, list[int]] = {}
+    for i in judged.tolist():
+        by_group.setdefault(int(group_of[i]), []).append(i)
+    groups = []
+    for g in sorted(by_group, key=lambda g: o.groups[g]):
+        rows = np.array(by_group[g])
+        statuses = view.status[rows]
+        worst = int(rows[np.lexsort((-view.lag[rows], -statuses))[0]])
+        counts: dict[str, int] = {}
+        for code in statuses.tolist():
+            counts[NAMES[code]] = counts.get(NAMES[code], 0) + 1
+        groups.append(
+            {
+                "group": o.groups[g],
+                "status": NAMES[group_status(statuses)],
+                "partitions": len(rows),
+                "total_lag": int(view.lag[rows].sum()),
+                "partitions_by_status": counts,
+                "worst": _partition(view, worst),
+            }
+        )
+    return {"taken_at": _iso(view.taken_at), "groups": groups}
+
+
+def group_document(view: StatusView, windows: CommitWindows, group: str) -> dict[str, Any] | None:
+    """One group's partitions with their windows (oldest commit first); None if the
+    group has no judged partition."""
+    o = view.offsets
+    if group not in o.groups:
+        return None
+    g = o.groups.index(group)
+    rows = np.nonzero((o.pair_group[o.pair] == g) & (view.status > 0))[0]
+    if not len(rows):
+        return None
+    partitions = []
+    for i in rows.tolist():
+        entry = _partition(view, i)
+        w = int(view.window_rows[i])
+        count = int(windows.count[w])
+        entry["window"] = [
+            {
+                "offset": int(windows.offsets[w, j]),
+                "timestamp": _iso(windows.times[w, j] / 1000.0),
+                "lag": None if np.isnan(windows.lags[w, j]) else int(windows.lags[w, j]),
+            }
+            for j in range(windows.intervals - count, windows.intervals)
+        ]
+        partitions.append(entry)
+    return {
+        "taken_at": _iso(view.taken_at),
+        "group": group,
+        "status": NAMES[group_status(view.status[rows])],
+        "total_lag": int(view.lag[rows].sum()),
+        "partitions": partitions,
+    }
