@@ -1,10 +1,10 @@
 """Groups of Kafka's own Java consumers, and the history store's account of them.
 
-Seven scenarios (`tests.job.java_scenarios`) run side by side on the session's Apache
+Eight scenarios (`tests.job.java_scenarios`) run side by side on the session's Apache
 Kafka 4.3.1 broker, each on its own group and topics: members joining one by one and
 leaving again, rolling restarts, a member SIGKILLed, a member that stops polling past
 max.poll.interval.ms, and static members restarted within their session timeout, under
-the `sticky`, `cooperative-sticky` and `roundrobin` assignors. Every member logs
+the `sticky`, `cooperative-sticky`, `roundrobin` and `range` assignors. Every member logs
 its rebalance callbacks with the generation it had. Then one `groupscope stream --once`
 reads `__consumer_offsets` into PostgreSQL, and the store is held to what the clients saw.
 """
