@@ -31,7 +31,6 @@ from tests.job.java_scenarios import (
     play_all,
 )
 from tests.job.real_job import rows, run_job_once, stored_generations
-from tests.kafka.javac import JavaUnavailable, kafka_required
 
 pytestmark = pytest.mark.real_kafka
 
@@ -52,12 +51,7 @@ class Run:
 def run(
     real_kafka: RealKafka, postgres_server, migrated_template: str, tmp_path_factory
 ) -> Iterator[Run]:
-    try:
-        runtime = JavaRuntime.load()
-    except JavaUnavailable as exc:
-        if kafka_required():
-            pytest.fail(f"{exc} (GROUPSCOPE_REQUIRE_KAFKA is set)", pytrace=False)
-        pytest.skip(str(exc))
+    runtime = JavaRuntime.for_test()
     name = postgres_server.create_database(template=migrated_template)
     engine = create_store_engine(postgres_server.url(name))
     try:

@@ -30,7 +30,6 @@ from tests.job.java_members import JavaRuntime
 from tests.job.java_scenarios import Plan, Scenario, join_one_by_one_then_scale_in, play_all
 from tests.job.real_job import rows, run_job_once, stored_generations
 from tests.job.test_java_groups import seen_generations
-from tests.kafka.javac import JavaUnavailable, kafka_required
 
 pytestmark = pytest.mark.real_kafka
 
@@ -60,12 +59,7 @@ class Run:
 def run(
     tmp_path_factory: pytest.TempPathFactory, postgres_server, migrated_template: str
 ) -> Iterator[Run]:
-    try:
-        runtime = JavaRuntime.load()
-    except JavaUnavailable as exc:
-        if kafka_required():
-            pytest.fail(f"{exc} (GROUPSCOPE_REQUIRE_KAFKA is set)", pytrace=False)
-        pytest.skip(str(exc))
+    runtime = JavaRuntime.for_test()
     broker = launch(tmp_path_factory.mktemp("kafka"), Settings(rack=RACKS[0]))
     second = launch(tmp_path_factory.mktemp("kafka"), Settings(rack=RACKS[1]), joins=broker)
     name = postgres_server.create_database(template=migrated_template)
