@@ -10,7 +10,9 @@ with the default `--offsets-partitions 50`, which must name every group Kafka pu
 another partition than 50 partitions would, and with `--offsets-partitions 7`, which
 must name none. Then a `groupscope exporter` process polls the broker and is scraped:
 its lag is Kafka's answer, the committed offsets of ListConsumerGroupOffsets against
-ListOffsets(latest, read_committed).
+ListOffsets(latest, read_committed). Its time lag is checked against the definition
+(docs/architecture.md, "Lag"): the age of the record at the committed offset, whose
+append time Kafka gives (a topic with `message.timestamp.type=LogAppendTime`).
 """
 
 from __future__ import annotations
@@ -39,6 +41,12 @@ COMMITTED, ABORTED, OPEN = 10, 5, 4  # records per partition of each transaction
 # partitions would put them in 39 and 15; `steady-180` is in partition 0 of both.
 READER, PARTIAL, STEADY = "reader", "partial", "steady-180"
 GROUPS = (READER, PARTIAL, STEADY)
+# The time lag group, on a topic of its own: in partition 6 of both 7 and 50, so that the
+# coordinator-partition check names it in neither run. It commits offset CLOCKED_AT, the
+# log end, before the exporter starts; the record at that offset is written later.
+CLOCKED, CLOCKED_AT = "clocked-321", 3
+INTERVAL_S = 0.5  # the exporter's --interval
+SETTLE_S = 3.0  # history before the record at CLOCKED_AT; its age when checked
 PARTIAL_OFFSETS = {0: 5, 1: 10, 2: 17}  # in the committed transaction, its marker, the LSO
 PARTITION_COUNT = ("--offsets-partitions", str(OFFSETS_PARTITIONS))
 MISMATCH = re.compile(
@@ -55,6 +63,7 @@ class Cluster:
     clean: Once  # --offsets-partitions 7
     default: Once  # the default, 50
     open_transaction: Any  # the producer whose transaction is still open
+    clock: str  # CLOCKED's topic: one partition, LogAppendTime
 
 
 def end_offsets(broker: RealKafka, topic: str, committed: bool) -> dict[int, int]:
@@ -92,6 +101,35 @@ def transactions(broker: RealKafka, topic: str):
         elif end == "abort":
             producer.abort_transaction(30)
     return producer
+
+
+def produce(broker: RealKafka, topic: str, count: int) -> None:
+    """`count` records into partition 0, each acknowledged before this returns."""
+    from confluent_kafka import Producer
+
+    producer = Producer(broker.client_config(**{"linger.ms": 0}))
+    for i in range(count):
+        producer.produce(topic, f"c{i}".encode(), partition=0)
+    assert producer.flush(30) == 0
+
+
+def append_time(broker: RealKafka, topic: str, offset: int) -> float:
+    """The broker's append time of the record at `offset` of partition 0, read back with
+    a consumer (Unix seconds; Kafka keeps milliseconds)."""
+    from confluent_kafka import TIMESTAMP_LOG_APPEND_TIME, Consumer, TopicPartition
+
+    consumer = Consumer(broker.client_config(**{"group.id": "clock-reader", "log_level": 3}))
+    try:
+        consumer.assign([TopicPartition(topic, 0, offset)])
+        deadline = time.monotonic() + 30
+        while (message := consumer.poll(0.5)) is None or message.error():
+            assert time.monotonic() < deadline, f"no record at {topic}/0@{offset}"
+        assert message.offset() == offset
+        kind, ms = message.timestamp()
+        assert kind == TIMESTAMP_LOG_APPEND_TIME
+        return ms / 1000
+    finally:
+        consumer.close()
 
 
 def read_committed_and_commit(broker: RealKafka, group: str, topic: str) -> None:
@@ -188,10 +226,13 @@ def cluster(
         read_committed_and_commit(broker, READER, topic)
         broker.commit(PARTIAL, {(topic, p): o for p, o in PARTIAL_OFFSETS.items()})
         broker.commit(STEADY, {(topic, 0): 1})
+        clock = broker.create_topic("clock", 1, {"message.timestamp.type": "LogAppendTime"})
+        produce(broker, clock, CLOCKED_AT)
+        broker.commit(CLOCKED, {(clock, 0): CLOCKED_AT})
         urls = [postgres_server.url(name) for name in names]
         clean = run_once(broker, urls[0], tmp_path_factory.mktemp("clean"), *PARTITION_COUNT)
         default = run_once(broker, urls[1], tmp_path_factory.mktemp("default"))
-        yield Cluster(broker, topic, urls[0], clean, default, producer)
+        yield Cluster(broker, topic, urls[0], clean, default, producer, clock)
     finally:
         for name in names:
             postgres_server.drop_database(name)
@@ -313,3 +354,75 @@ def test_lag_is_the_last_stable_offset_minus_the_committed_offset(
             assert got[group]["partitions"] == moved[group], group
             assert got[group]["lag"] == sum(moved[group].values()), group
         assert got[READER]["seconds"] > 0.0
+
+
+# -- time lag against the record's own append time ----------------------------------------
+
+
+def clocked(running: Running, topic: str) -> tuple[float, float | None, float | None]:
+    """(last refresh, CLOCKED's partition lag, its time lag) from one consistent refresh:
+    two scrapes in a row with the same refresh time and values (the refresh time is set
+    just before the refresh's exposition replaces the previous one)."""
+    key = (("group", CLOCKED), ("partition", "0"), ("topic", topic))
+    pair = (("group", CLOCKED), ("topic", topic))
+    previous = None
+    while True:
+        metrics = running.metrics()
+        sample = (
+            metrics.get(("groupscope_exporter_last_refresh_timestamp_seconds", ()), 0.0),
+            metrics.get(("groupscope_partition_lag", key)),
+            metrics.get(("groupscope_partition_lag_seconds", key)),
+        )
+        assert metrics.get(("groupscope_lag_seconds", pair)) == sample[2]
+        if sample == previous:
+            return sample
+        previous = sample
+
+
+def test_time_lag_is_the_age_of_the_record_at_the_committed_offset(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    """Kafka's append time `a` of the record at CLOCKED's committed offset c against the
+    time lag `s` the exporter exposes from a refresh at `r`. By definition the time lag
+    is r minus the interpolated append time of the record at c, so `r - s` is that
+    estimate. The log ends at c when the exporter starts, and the one record at c is
+    appended SETTLE_S later: c is the lower end o1 of the crossing's interval [o1, o2),
+    so the estimate is t1, the last poll that saw the log end at c. Polls are timed at
+    their start and fetch after it, so t1 < a; the last refresh the test saw before the
+    produce (l0) is such a poll, so l0 <= t1. The estimate's error a - t1 is then within
+    the polls around the crossing (docs/architecture.md: at most the poll interval at
+    the crossing), bounded by the test's own clock: below the time from l0 to the
+    first scrape that shows the record as lag. Tolerance 3 ms besides: Kafka keeps
+    milliseconds, and the exporter rounds seconds to 3 decimals."""
+    broker, topic = cluster.broker, cluster.clock
+    slack = 0.003
+    with exporter(
+        tmp_path,
+        *("--database-url", cluster.url, "--bootstrap-servers", broker.bootstrap_servers),
+        *("--interval", f"{INTERVAL_S}s", "--per-partition"),
+    ) as running:
+        started, lag, seconds = wait_for(
+            lambda: (s := clocked(running, topic))[1] is not None and s, 60, "the first poll"
+        )
+        assert (lag, seconds) == (0, 0.0)  # committed at the log end: caught up
+        time.sleep(SETTLE_S)  # the history grows older than the record will be
+        l0, lag, seconds = clocked(running, topic)
+        assert (lag, seconds) == (0, 0.0) and l0 > started
+        produce(broker, topic, 1)  # the record at CLOCKED_AT
+        seen = wait_for(lambda: clocked(running, topic)[1] == 1 and time.time(), 60, "lag 1")
+        a = append_time(broker, topic, CLOCKED_AT)
+        assert l0 < a < seen
+        time.sleep(1.0)  # older: the time lag must have grown with the clock
+        samples = [clocked(running, topic)]
+        time.sleep(1.0)
+        samples.append(clocked(running, topic))
+    for r, lag, s in samples:
+        assert lag == 1 and s is not None
+        estimate = r - s  # the append time the exporter interpolated
+        assert l0 - slack <= estimate <= a + slack, (l0, estimate, a)
+        # the time lag is the record's age within the tolerance, which is under a second
+        # or two (a few polls) and far below SETTLE_S, the history's age at the crossing
+        assert 0 <= s - (r - a) <= (a - l0) + slack, (s, r - a)
+    assert seen - l0 < SETTLE_S
+    (r1, _, s1), (r2, _, s2) = samples
+    assert r2 - r1 >= 1.0 and s2 - s1 == pytest.approx(r2 - r1, abs=slack)

@@ -20,8 +20,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
+
 from tests.fixtures.real_kafka import RealKafka
-from tests.kafka.javac import JavaUnavailable, compiled, kafka_classpath
+from tests.kafka.javac import JavaUnavailable, compiled, kafka_classpath, kafka_required
 
 SOURCE = Path(__file__).resolve().parents[1] / "kafka" / "consumer" / "GroupMember.java"
 JVM_OPTIONS = ("-Xmx96m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Dlog4j2.level=WARN")
@@ -73,6 +75,16 @@ class JavaRuntime:
         classpath = kafka_classpath()
         classes = compiled(SOURCE, classpath, "consumer")
         return cls(java, f"{classes}{os.pathsep}{classpath}")
+
+    @classmethod
+    def for_test(cls) -> JavaRuntime:
+        """`load()`, or skip the test saying why (fail under GROUPSCOPE_REQUIRE_KAFKA)."""
+        try:
+            return cls.load()
+        except JavaUnavailable as exc:
+            if kafka_required():
+                pytest.fail(f"{exc} (GROUPSCOPE_REQUIRE_KAFKA is set)", pytrace=False)
+            pytest.skip(str(exc))
 
 
 class JavaMember:

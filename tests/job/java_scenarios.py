@@ -9,7 +9,7 @@ JVMs), then stops every member, so that the group is left empty before the job r
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from functools import partial
@@ -180,12 +180,16 @@ def await_empty(broker: RealKafka, groups: list[str]) -> None:
 
 
 def play_all(
-    runtime: JavaRuntime, broker: RealKafka, directory: Path, suffix: str
+    runtime: JavaRuntime,
+    broker: RealKafka,
+    directory: Path,
+    suffix: str,
+    plans: Sequence[Plan] = PLANS,
 ) -> dict[str, Scenario]:
     """Every plan at once, each on its own group and topics; returns them by name once
     every member has closed (or was killed) and every group is empty."""
     scenarios = {}
-    for plan in PLANS:
+    for plan in plans:
         name = f"{plan.name}-{suffix}"
         topics = {broker.create_topic(f"{name}-t{i}", n): n for i, n in enumerate(plan.topics)}
         produce(broker, topics)
@@ -199,15 +203,15 @@ def play_all(
         )
         scenarios[plan.name] = Scenario(plan.name, group)
     try:
-        with ThreadPoolExecutor(len(PLANS)) as pool:
-            futures = [pool.submit(plan.play, scenarios[plan.name]) for plan in PLANS]
+        with ThreadPoolExecutor(len(plans)) as pool:
+            futures = [pool.submit(plan.play, scenarios[plan.name]) for plan in plans]
             done, _ = wait(futures, return_when=FIRST_EXCEPTION)
             if any(f.exception() is not None for f in done):
                 for scenario in scenarios.values():  # the others stop waiting at once
                     scenario.group.aborted = True
             for future in futures:
                 future.result()
-        with ThreadPoolExecutor(len(PLANS)) as pool:
+        with ThreadPoolExecutor(len(plans)) as pool:
             for future in [pool.submit(s.group.stop_all) for s in scenarios.values()]:
                 future.result()
         await_empty(broker, [s.group.group for s in scenarios.values()])

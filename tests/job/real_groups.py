@@ -2,21 +2,31 @@
 
 `ConsumerGroup` runs confluent-kafka consumers of one group in the test's thread: they
 subscribe, rebalance until the group is stable, consume and commit synchronously. Every
-rebalance callback is recorded with the member id and generation the client had at that
+rebalance callback (`on_assign`, `on_revoke`, `on_lost`) is written at once to the
+member's JSON Lines log, in the format of Kafka's Java `GroupMember`
+(tests/kafka/consumer/GroupMember.java, read by `tests.job.java_members.Event`):
+`{"event": "assigned" | "revoked" | "lost", "time_ms", "generation", "member_id",
+"partitions": the callback's [topic, partition]s, "assignment": the member's whole
+assignment after it}`. The member id and generation are those the client had at that
 moment, read from librdkafka's serialized group metadata (`consumer_group_metadata()`,
 written by `rd_kafka_consumer_group_metadata_write`: the magic "CGMDv2:", the generation
-id as a native int32, then the group id and the member id, each NUL-terminated).
+id as a native int32, then the group id and the member id, each NUL-terminated); for a
+KIP-848 member the generation is its member epoch. `seen()` reads the logs back, those
+of members that left included: they, not the consumers' memory, are what the clients saw.
 """
 
 from __future__ import annotations
 
+import json
 import struct
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from tests.fixtures.real_kafka import RealKafka
+from tests.job.java_members import Event
 
 CGMD_MAGIC = b"CGMDv2:"
 STABLE_TIMEOUT_S = 60.0
@@ -44,29 +54,51 @@ class Assigned:
     held: frozenset[tuple[str, int]] = frozenset()
 
 
+def read_log(log: Path) -> list[Event]:
+    """Every complete line of a member's log."""
+    if not log.exists():
+        return []
+    return [Event.parse(line) for line in log.read_text().split("\n")[:-1]]
+
+
 @dataclass
 class Member:
     consumer: Any
+    log: Path  # its callbacks, one JSON line each
     held: set[tuple[str, int]] = field(default_factory=set)  # (topic, partition)s
-    seen: list[Assigned] = field(default_factory=list)
     last_callback: float = 0.0
 
-    @property
-    def owned(self) -> set[int]:
-        return {p for _, p in self.held}
+    def _write(self, event: str, consumer: Any, partitions: list) -> None:
+        """One line, flushed and closed before the callback returns."""
+        member_id, generation = member_identity(consumer)
+        line = {
+            "event": event,
+            "time_ms": int(time.time() * 1000),
+            "generation": generation,
+            "member_id": member_id,
+            "partitions": sorted([tp.topic, tp.partition] for tp in partitions),
+            "assignment": sorted(map(list, self.held)),
+        }
+        with self.log.open("a") as out:
+            out.write(json.dumps(line) + "\n")
+        self.last_callback = time.monotonic()
 
     def on_assign(self, consumer: Any, partitions: list) -> None:
         """Both eager (the whole assignment) and incremental (cooperative, KIP-848)
-        callbacks add what they list; a revocation removes what it lists."""
+        callbacks add what they list; a revocation or a loss removes what it lists."""
         self.held |= {(tp.topic, tp.partition) for tp in partitions}
-        self.seen.append(
-            Assigned(*member_identity(consumer), frozenset(self.owned), frozenset(self.held))
-        )
-        self.last_callback = time.monotonic()
+        self._write("assigned", consumer, partitions)
 
     def on_revoke(self, consumer: Any, partitions: list) -> None:
         self.held -= {(tp.topic, tp.partition) for tp in partitions}
-        self.last_callback = time.monotonic()
+        self._write("revoked", consumer, partitions)
+
+    def on_lost(self, consumer: Any, partitions: list) -> None:
+        self.held -= {(tp.topic, tp.partition) for tp in partitions}
+        self._write("lost", consumer, partitions)
+
+    def events(self) -> list[Event]:
+        return read_log(self.log)
 
     def assignment(self) -> set[int]:
         return {p for _, p in self.held_now()}
@@ -79,7 +111,8 @@ class ConsumerGroup:
     """`size` members of `group` on `topic` (of `partitions` partitions); `join()` adds
     one. With `subscription` (topic names, or librdkafka regexes starting with `^`) the
     members subscribe to that instead, and `partitions` counts those of every topic it
-    matches: set it anew when a topic or partitions are added."""
+    matches: set it anew when a topic or partitions are added. Each member's log is
+    `<logs>/<group>-<n>.jsonl`, n counting every member that ever joined."""
 
     def __init__(
         self,
@@ -88,6 +121,8 @@ class ConsumerGroup:
         topic: str,
         partitions: int,
         config: dict[str, Any],
+        *,
+        logs: Path,
         size: int = 2,
         subscription: Sequence[str] | None = None,
     ) -> None:
@@ -95,7 +130,10 @@ class ConsumerGroup:
         self.group, self.topic, self.partitions = group, topic, partitions
         self.subscription = list(subscription or [topic])
         self.commits = 0  # offset commit records written: one per partition committed
-        self.members: list[Member] = []
+        self.members: list[Member] = []  # those in the group now
+        self.logs: list[Path] = []  # of every member that joined
+        logs.mkdir(parents=True, exist_ok=True)
+        self.directory = logs
         for _ in range(size):
             self.join()
 
@@ -114,14 +152,16 @@ class ConsumerGroup:
                 }
             )
         )
-        member = Member(consumer)
+        log = self.directory / f"{self.group}-{len(self.logs)}.jsonl"
+        member = Member(consumer, log)
         consumer.subscribe(
             self.subscription,
             on_assign=member.on_assign,
             on_revoke=member.on_revoke,
-            on_lost=member.on_revoke,
+            on_lost=member.on_lost,
         )
         self.members.append(member)
+        self.logs.append(log)
 
     def poll(self, timeout: float = 0.1) -> None:
         """Serve every member's callbacks once, dropping what they fetch."""
@@ -208,8 +248,24 @@ class ConsumerGroup:
             out[member_id] = (generation, frozenset(m.held_now()))
         return out
 
+    def events(self) -> list[Event]:
+        """Every callback of every member that ever joined, as their logs have it."""
+        return [event for log in self.logs for event in read_log(log)]
+
     def seen(self) -> list[Assigned]:
-        return [a for m in self.members for a in m.seen]
+        """Every assignment callback, from the logs: the member's whole assignment after
+        it, at the generation its client had then."""
+        out = []
+        for event in self.events():
+            if event.kind == "assigned":
+                assert event.member_id is not None and event.generation is not None, event
+                on_topic = frozenset(p for t, p in event.assignment if t == self.topic)
+                out.append(Assigned(event.member_id, event.generation, on_topic, event.assignment))
+        return out
+
+    def generations_seen(self) -> set[int]:
+        """Each generation (KIP-848: member epoch) in which any callback came."""
+        return {e.generation for e in self.events() if e.generation is not None}
 
     def close(self) -> None:
         for member in self.members:

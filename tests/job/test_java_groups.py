@@ -1,10 +1,10 @@
 """Groups of Kafka's own Java consumers, and the history store's account of them.
 
-Seven scenarios (`tests.job.java_scenarios`) run side by side on the session's Apache
+Eight scenarios (`tests.job.java_scenarios`) run side by side on the session's Apache
 Kafka 4.3.1 broker, each on its own group and topics: members joining one by one and
 leaving again, rolling restarts, a member SIGKILLed, a member that stops polling past
 max.poll.interval.ms, and static members restarted within their session timeout, under
-the `sticky`, `cooperative-sticky` and `roundrobin` assignors. Every member logs
+the `sticky`, `cooperative-sticky`, `roundrobin` and `range` assignors. Every member logs
 its rebalance callbacks with the generation it had. Then one `groupscope stream --once`
 reads `__consumer_offsets` into PostgreSQL, and the store is held to what the clients saw.
 """
@@ -31,7 +31,6 @@ from tests.job.java_scenarios import (
     play_all,
 )
 from tests.job.real_job import rows, run_job_once, stored_generations
-from tests.kafka.javac import JavaUnavailable, kafka_required
 
 pytestmark = pytest.mark.real_kafka
 
@@ -52,12 +51,7 @@ class Run:
 def run(
     real_kafka: RealKafka, postgres_server, migrated_template: str, tmp_path_factory
 ) -> Iterator[Run]:
-    try:
-        runtime = JavaRuntime.load()
-    except JavaUnavailable as exc:
-        if kafka_required():
-            pytest.fail(f"{exc} (GROUPSCOPE_REQUIRE_KAFKA is set)", pytrace=False)
-        pytest.skip(str(exc))
+    runtime = JavaRuntime.for_test()
     name = postgres_server.create_database(template=migrated_template)
     engine = create_store_engine(postgres_server.url(name))
     try:

@@ -45,7 +45,7 @@ class Observed:
     """One group as its clients saw it when the job ran."""
 
     final: dict[str, tuple[int, frozenset[int]]]  # member id -> (generation, partitions)
-    seen: list[Assigned]
+    seen: list[Assigned]  # every assignment callback, from the members' logs
     commits: int
 
 
@@ -102,8 +102,11 @@ def run(
 ) -> Iterator[Run]:
     suffix = uuid.uuid4().hex[:8]
     topic = real_kafka.create_topic(f"orders-{suffix}", PARTITIONS)
+    logs = tmp_path_factory.mktemp("members")
     groups = {
-        kind: ConsumerGroup(real_kafka, f"{kind}-{suffix}", topic, PARTITIONS, config, size=1)
+        kind: ConsumerGroup(
+            real_kafka, f"{kind}-{suffix}", topic, PARTITIONS, config, logs=logs, size=1
+        )
         for kind, config in CLIENTS.items()
     }
     name = postgres_server.create_database(template=migrated_template)
@@ -230,6 +233,22 @@ def test_every_assignment_a_classic_member_was_given_is_stored(run: Run) -> None
                 group,
                 assigned,
             )
+
+
+@pytest.mark.parametrize("kind", ["range", "cooperative", "consumer"])
+def test_no_generation_is_stored_that_no_member_saw_but_the_empty_first(
+    run: Run, kind: str
+) -> None:
+    """Each stored generation (KIP-848: epoch) is one in which some member's log has an
+    assignment callback, and the reverse, but a classic group's generation 0: written,
+    empty, when the first member's JoinGroup creates the group (docs/testing.md). No
+    member left, so there is no final empty generation."""
+    group = next(g for g in run.groups if g.startswith(f"{kind}-"))
+    stored = stored_generations(run.engine, group)
+    seen = {a.generation for a in run.groups[group].seen}
+    unseen = {g: members for g, members in stored.items() if g not in seen}
+    assert unseen == ({} if kind == "consumer" else {0: {}})
+    assert seen <= set(stored)
 
 
 def test_every_commit_is_counted_once_and_aborted_ones_never(run: Run) -> None:

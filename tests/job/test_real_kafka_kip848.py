@@ -20,6 +20,7 @@ import subprocess
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -27,6 +28,7 @@ from sqlalchemy import Engine
 
 from services.store.database import create_store_engine
 from tests.fixtures.real_kafka import RealKafka, Settings, launch
+from tests.job.java_members import Event
 from tests.job.real_groups import Assigned, ConsumerGroup
 from tests.job.real_job import (
     admin_offsets,
@@ -66,7 +68,8 @@ class Kip848Group:
     assignor: str
     topics: list[str]
     final: dict[str, tuple[int, frozenset[tuple[str, int]]]]  # member -> (epoch, held)
-    seen: list[Assigned]
+    seen: list[Assigned]  # every assignment callback, from the members' logs
+    events: list[Event]  # every callback, from the members' logs
 
 
 @dataclass
@@ -108,7 +111,7 @@ def grow(broker: RealKafka, kind: str, prefix: str) -> None:
             add_partitions(broker, f"{prefix}-{t}", count)
 
 
-def live_through_rebalances(broker: RealKafka, suffix: str) -> dict[str, ConsumerGroup]:
+def live_through_rebalances(broker: RealKafka, suffix: str, logs: Path) -> dict[str, ConsumerGroup]:
     """Per kind, a group on topics of its own: members join one by one, it gains
     partitions, the last member leaves; stable after each step."""
     groups = {}
@@ -124,6 +127,7 @@ def live_through_rebalances(broker: RealKafka, suffix: str) -> dict[str, Consume
             topics[0],
             sum(partitions(kind, False).values()),
             config,
+            logs=logs,
             size=1,
             subscription=[f"^{prefix}-.*"] if kind == "regex" else topics,
         )
@@ -171,7 +175,7 @@ def run(
     engine = create_store_engine(url)
     groups: dict[str, ConsumerGroup] = {}
     try:
-        groups = live_through_rebalances(broker, suffix)
+        groups = live_through_rebalances(broker, suffix, tmp_path_factory.mktemp("members"))
         for kind, group in groups.items():
             topics = {f"{group.group}-{t}": n for t, n in partitions(kind, True).items()}
             group.consume_and_commit(produce(broker, topics))
@@ -186,7 +190,9 @@ def run(
         for group in groups.values():  # nobody rebalanced while the job ran
             assert (group.holdings(), len(group.seen())) == before[group.group]
         observed = {
-            kind: Kip848Group(g.group, KINDS[kind], g.subscription, g.holdings(), g.seen())
+            kind: Kip848Group(
+                g.group, KINDS[kind], g.subscription, g.holdings(), g.seen(), g.events()
+            )
             for kind, g in groups.items()
         }
         yield Run(engine, observed, described, offsets, job)
@@ -248,6 +254,22 @@ def test_every_epoch_a_client_saw_is_stored_with_its_partitions(run: Run, kind: 
         assert assigned.held <= stored[assigned.generation][assigned.member_id], assigned
     (epoch,) = {e for e, _ in group.final.values()}
     assert stored[epoch] == {member: held for member, (_, held) in group.final.items()}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_stored_epoch_is_one_a_member_logged(run: Run, kind: str) -> None:
+    """The store has exactly the epochs found in the members' callback logs: each step
+    here (a join, the growth, the departure) gives some member partitions, and that
+    member's assignment callback comes at the new epoch. No one member's log has them
+    all: a member that gains nothing in a step has no callback at its epoch, and a
+    revocation comes at the epoch the member had before. Neither has epoch 1: an epoch
+    is stored once its target assignment is written, and the first stored and the first
+    logged is 2 (Kafka 4.3.1, librdkafka members)."""
+    group = run.groups[kind]
+    stored = stored_generations(run.engine, group.name)
+    logged = {e.generation for e in group.events}
+    assert logged == set(stored)
+    assert min(stored) == 2 and max(stored) == max(e for e, _ in group.final.values())
 
 
 @pytest.mark.parametrize("kind", KINDS)

@@ -70,6 +70,7 @@ class Run:
     observed: dict[str, Observed]  # by scenario
     offsets: dict[str, dict[tuple[str, int], int]]  # by group
     job: subprocess.CompletedProcess
+    logged: dict[str, set[int]]  # scenario -> generations of assignment callbacks, at the end
 
 
 @pytest.fixture(scope="module")
@@ -144,6 +145,7 @@ def run(
     db = postgres_server.create_database(template=migrated_template)
     url = postgres_server.url(db)
     engine = create_store_engine(url)
+    logs = tmp_path_factory.mktemp("members")
     groups = {
         "regex": ConsumerGroup(
             broker,
@@ -151,6 +153,7 @@ def run(
             topics["regex"][0],
             4,
             {"partition.assignment.strategy": "roundrobin", **REFRESH},
+            logs=logs,
             subscription=[f"^rx-{suffix}-.*"],
         ),
         "grow": ConsumerGroup(
@@ -159,9 +162,10 @@ def run(
             topics["grow"][0],
             4,
             {"partition.assignment.strategy": "cooperative-sticky", **REFRESH},
+            logs=logs,
         ),
-        "gone": ConsumerGroup(broker, names["gone"], topics["gone"][0], 3, {}),
-        "trim": ConsumerGroup(broker, names["trim"], topics["trim"][0], 3, {}, size=1),
+        "gone": ConsumerGroup(broker, names["gone"], topics["gone"][0], 3, {}, logs=logs),
+        "trim": ConsumerGroup(broker, names["trim"], topics["trim"][0], 3, {}, logs=logs, size=1),
     }
     try:
         for group in groups.values():
@@ -194,7 +198,8 @@ def run(
         job = run_job_once(broker, url, tmp_path_factory.mktemp("job") / "checkpoint", live)
         for group in live:  # nobody rebalanced while the job ran
             assert (group.holdings(), len(group.seen())) == before[group.group]
-        yield Run(engine, names, topics, observed, offsets, job)
+        logged = {s: {a.generation for a in g.seen()} for s, g in groups.items()}
+        yield Run(engine, names, topics, observed, offsets, job, logged)
     finally:
         for group in groups.values():
             group.close()
@@ -221,6 +226,22 @@ def test_every_generation_a_member_saw_is_stored_with_its_assignment(
         assert stored[assigned.generation][assigned.member_id] == assigned.held, assigned
     (generation,) = {g for g, _ in observed.final.values()}
     assert stored[generation] == {m: held for m, (_, held) in observed.final.items()}
+
+
+@pytest.mark.parametrize("scenario", ["regex", "grow", "gone", "trim"])
+def test_the_stored_generations_no_member_saw_are_empty(run: Run, scenario: str) -> None:
+    """As for Kafka's Java consumer (docs/testing.md): generation 0, written when the
+    first JoinGroup creates the group, and for the groups whose members all left, the
+    last one, written when the last member left; every other stored generation has an
+    assignment callback in some member's log."""
+    stored = stored_generations(run.engine, run.names[scenario])
+    seen = run.logged[scenario]
+    unseen = {g: members for g, members in stored.items() if g not in seen}
+    expected = {0: {}}
+    if scenario in ("gone", "trim"):
+        expected[max(stored)] = {}
+    assert unseen == expected
+    assert seen <= set(stored)
 
 
 def test_a_regex_subscription_takes_the_new_topic_with_roundrobin(run: Run) -> None:
