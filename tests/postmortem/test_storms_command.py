@@ -85,15 +85,20 @@ def test_bad_window_or_threshold_exits_2(run: Run) -> None:
         assert err.count("\n") == 1, err
 
 
-def test_the_default_view_matches_the_command(run: Run, database_url: str) -> None:
-    seed_storms(database_url)
+def storms_view(database_url: str) -> list[tuple]:
+    """The `rebalance_storms` view's (group, rebalances) rows."""
     engine = create_store_engine(database_url)
     try:
         with engine.connect() as conn:
             rows = conn.execute(text("SELECT group_name, rebalances FROM rebalance_storms")).all()
     finally:
         engine.dispose()
-    assert [tuple(r) for r in rows] == [
+    return [tuple(r) for r in rows]
+
+
+def test_the_default_view_matches_the_command(run: Run, database_url: str) -> None:
+    seed_storms(database_url)
+    assert storms_view(database_url) == [
         (s["group"], s["rebalances"]) for s in run_json(run, "storms")
     ]
 
@@ -117,10 +122,4 @@ def test_only_disruptive_rebalances_make_a_storm(run: Run, database_url: str) ->
         ("mixed", 5, "2026-03-01T12:03:00Z")
     ]
     assert run_json(run, "storms", "--min-rebalances", "6") == []
-    engine = create_store_engine(database_url)
-    try:
-        with engine.connect() as conn:
-            view = conn.execute(text("SELECT group_name, rebalances FROM rebalance_storms")).all()
-    finally:
-        engine.dispose()
-    assert [tuple(r) for r in view] == [("mixed", 5)]
+    assert storms_view(database_url) == [("mixed", 5)]
