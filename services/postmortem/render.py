@@ -135,7 +135,8 @@ def short_members(members: Iterable[MemberRef], group: str) -> dict[str, str]:
             )
             for member_id, m in refs.items()
         }
-        if len(set(labels.values())) == len(labels):
+        # A static member restarted has a new member id but the same identity and label.
+        if len(set(labels.values())) == len({m.member for m in refs.values()}):
             return labels
     return {member_id: printable(member_id) for member_id in refs}
 

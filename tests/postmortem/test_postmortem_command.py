@@ -287,3 +287,32 @@ def test_the_table_fits_120_columns_and_wide_and_json_keep_everything(
     gens = run_json(run, "postmortem", group)["generations"]
     assert len(gens[-1]["joined"]) == 10 and len(gens[-1]["left_members"]) == 10
     assert [g["moves"]["disruptive"] for g in gens[1:]] == [True] * 4
+
+
+def test_a_restarted_static_member_keeps_its_short_name(run: Run, database_url: str) -> None:
+    """A static member (group instance id) leaves and comes back with a new member id: the
+    table names it by its instance id both times; a dynamic member by client id#suffix."""
+    from tests.fixtures.batches import churn
+
+    def static(n: int) -> object:
+        member_id = f"consumer-ledger-a-{n}f1d0b9e-3c2a-4e8b-9d7f-0a1b2c3d4e5{n}"
+        return member(member_id, {"t": [0]}, instance="ledger-a", client_id="consumer-ledger-a")
+
+    dynamic = member(
+        "consumer-ledger-2-6f1d0b9e-3c2a-4e8b-9d7f-0a1b2c3d4e5f",
+        {"t": [1]},
+        client_id="consumer-ledger-2",
+    )
+    generations = [
+        generation(1, 10, [static(1), dynamic], group="ledger"),
+        generation(2, 11, [dynamic], group="ledger", time=at(60), churn=churn(1, 10, left=1)),
+        generation(
+            3, 12, [static(2), dynamic], group="ledger", time=at(90), churn=churn(2, 11, joined=1)
+        ),
+        generation(4, 13, [static(2)], group="ledger", time=at(120), churn=churn(3, 12, left=1)),
+    ]
+    write(database_url, batch(1, generations=generations))
+    status, out, err = run("postmortem", "ledger")
+    assert status == 0, err
+    rows = out.splitlines()[-3:]
+    assert [row.split()[-1] for row in rows] == ["-ledger-a", "+ledger-a", "-consumer-2#4e5f"]
