@@ -231,21 +231,28 @@ def build() -> builders.Dashboard:
             timeseries_panel(
                 "Rebalances and storm window",
                 (
-                    "Rebalances over time, and within the exporter's last "
-                    "--storm-window; the red series is set while the group is in "
-                    "a storm (the exporter's storm flag, as its --storm-rebalances "
-                    "and --storm-window set it)."
+                    "Disruptive rebalances (running members lost partitions: the "
+                    "ones storms count) over time and within the exporter's last "
+                    "--storm-window, and every recorded rebalance (formation, "
+                    "leaves and epochs that moved nothing included); the red "
+                    "series is set while the group is in a storm (the exporter's "
+                    "storm flag, as its --storm-rebalances and --storm-window set it)."
                 ),
                 [
                     prom(
-                        'increase(groupscope_group_rebalances_total{group="$group"}[$__rate_interval])',
-                        "rebalances",
+                        "increase(groupscope_group_disruptive_rebalances_total"
+                        '{group="$group"}[$__rate_interval])',
+                        "disruptive rebalances",
                     ),
                     prom(
                         'groupscope_group_rebalances_in_storm_window{group="$group"}',
-                        "in storm window",
+                        "disruptive in storm window",
                     ),
                     in_a_storm('group="$group"', "in a storm"),
+                    prom(
+                        'increase(groupscope_group_rebalances_total{group="$group"}[$__rate_interval])',
+                        "all rebalances",
+                    ),
                 ],
                 (12, 8),
                 overrides_by_query=[("C", storm_series())],
@@ -456,7 +463,7 @@ def build() -> builders.Dashboard:
             table_panel(
                 "Rebalance storms",
                 (
-                    "Runs of at least $storm_rebalances rebalances within "
+                    "Runs of at least $storm_rebalances disruptive rebalances within "
                     "$storm_window in the time range (rebalance_storms_between), "
                     "overlapping windows merged. Set the two variables to the "
                     "exporter's --storm-rebalances and --storm-window (5 and 10m "

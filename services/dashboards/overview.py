@@ -81,7 +81,7 @@ def build() -> builders.Dashboard:
                 (
                     "Groups in a rebalance storm: the exporter's storm flag, "
                     "groupscope_group_storm, set while a group has had "
-                    "--storm-rebalances rebalances within --storm-window (5 "
+                    "--storm-rebalances disruptive rebalances within --storm-window (5 "
                     "within 10m by default), as the storm alert reads it."
                 ),
                 [prom('sum(groupscope_group_storm{group=~"$group"})')],
@@ -91,14 +91,17 @@ def build() -> builders.Dashboard:
         )
         .with_panel(
             stat_panel(
-                "Rebalances",
+                "Disruptive rebalances",
                 (
-                    "Rebalances of the selected groups during the time range (a "
-                    "cooperative two-round episode counts once)."
+                    "Rebalances of the selected groups during the time range in "
+                    "which running members lost partitions, the ones storms count "
+                    "(a cooperative two-round episode counts once; a group's "
+                    "formation and leaves that took nothing from anyone do not)."
                 ),
                 [
                     prom(
-                        'sum(increase(groupscope_group_rebalances_total{group=~"$group"}[$__range]))'
+                        "sum(increase(groupscope_group_disruptive_rebalances_total"
+                        '{group=~"$group"}[$__range]))'
                     )
                 ],
                 (3, 5),
@@ -222,7 +225,7 @@ def build() -> builders.Dashboard:
                             "renameByName": {
                                 "Value #B": "members",
                                 "Value #C": "generation",
-                                "Value #D": "rebalances in storm window",
+                                "Value #D": "disruptive in storm window",
                                 "Value #E": "last churn ratio",
                                 "Value #F": "offset lag",
                                 "Value #G": "time lag",
@@ -239,7 +242,7 @@ def build() -> builders.Dashboard:
             timeseries_panel(
                 "Rebalances within the storm window",
                 (
-                    "Per group, rebalances within the exporter's last "
+                    "Per group, disruptive rebalances within the exporter's last "
                     "--storm-window (10m by default); the red series are the "
                     "groups in a storm (the exporter's storm flag, as its "
                     "--storm-rebalances and --storm-window set it)."
@@ -259,13 +262,14 @@ def build() -> builders.Dashboard:
         )
         .with_panel(
             timeseries_panel(
-                "Rebalances",
-                "Rebalances per group over time.",
+                "Disruptive rebalances",
+                "Disruptive rebalances (running members lost partitions) per group over time.",
                 [
                     prom(
                         (
-                            "sum by (group) "
-                            '(increase(groupscope_group_rebalances_total{group=~"$group"}[$__rate_interval]))'
+                            "sum by (group) (increase("
+                            "groupscope_group_disruptive_rebalances_total"
+                            '{group=~"$group"}[$__rate_interval]))'
                         ),
                         "{{group}}",
                     )

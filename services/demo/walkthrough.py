@@ -147,7 +147,7 @@ def _stream(capture: Path, url: str, workdir: Path, progress: Progress) -> None:
 CHURN = """
 SELECT r.group_name, r.from_generation, r.to_generation, r.time, r.members_joined,
     r.members_left, r.partitions_moved, r.baseline_moves, r.baseline_assignor,
-    r.minimum_moves, g.assignor
+    r.minimum_moves, r.disruptive, g.assignor
 FROM rebalances r JOIN generations g ON g.id = r.to_generation_pk
 ORDER BY r.group_name, r.time
 """
@@ -168,7 +168,7 @@ def report(engine: Engine, exporter, workdir: Path, args: argparse.Namespace) ->
         stormy = max((s.group for s in found), key=lambda g: excess.get(g, 0), default=None)
         since = datetime.now(UTC) - timedelta(minutes=15)
         entries = timeline(conn, stormy, None, None) if stormy else []
-    print("\nRebalance storms (5 or more rebalances within 10 minutes)")
+    print("\nRebalance storms (5 or more disruptive rebalances within 10 minutes)")
     print(storms_text(found) if found else "  none")
     print("\nChurn of every rebalance: partitions moved, against Kafka's sticky assignor")
     rows = [
@@ -182,11 +182,17 @@ def report(engine: Engine, exporter, workdir: Path, args: argparse.Namespace) ->
             "-" if r.baseline_moves is None else f"{r.baseline_moves} ({r.baseline_assignor})",
             "-" if r.minimum_moves is None else r.minimum_moves,
             "-" if r.baseline_moves is None else r.partitions_moved - r.baseline_moves,
+            "yes" if r.disruptive else "no",
         ]
         for r in churn
     ]
     headers = ["group", "generations", "at", "members", "assignor", "moved", "baseline"]
-    print(table([*headers, "minimum", "excess"], rows))
+    print(table([*headers, "minimum", "excess", "disrupts"], rows))
+    print(
+        "disrupts: running members lost partitions; only those rebalances count in storms\n"
+        "(a group forming, members leaving a cooperative or KIP-848 group and epochs that\n"
+        "move nothing do not)."
+    )
     by_group: dict[str, list[int]] = {}
     for r in churn:
         if r.baseline_moves is not None:

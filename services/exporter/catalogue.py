@@ -57,7 +57,17 @@ METRICS: tuple[Metric, ...] = (
         "group_rebalances_total",
         "counter",
         GROUP,
-        "Rebalances recorded (a cooperative two-round episode counts once).",
+        "Rebalances recorded, disruptive or not (a cooperative two-round episode counts "
+        "once): the group's formation and rebalances that took nothing from a running "
+        "member included.",
+    ),
+    Metric(
+        "group_disruptive_rebalances_total",
+        "counter",
+        GROUP,
+        "Rebalances in which running members lost partitions, the ones storms count: "
+        "eager, every rebalance after the group formed; cooperative and KIP-848, those "
+        "that moved partitions away from members that stayed.",
     ),
     Metric(
         "group_partition_moves_total",
@@ -84,14 +94,14 @@ METRICS: tuple[Metric, ...] = (
         "group_storm",
         "gauge",
         GROUP,
-        "1 while the group has had at least --storm-rebalances rebalances within the "
-        "last --storm-window, else 0.",
+        "1 while the group has had at least --storm-rebalances disruptive rebalances "
+        "within the last --storm-window, else 0.",
     ),
     Metric(
         "group_rebalances_in_storm_window",
         "gauge",
         GROUP,
-        "Rebalances within the last --storm-window.",
+        "Disruptive rebalances within the last --storm-window.",
     ),
     Metric(
         "group_last_rebalance_timestamp_seconds",

@@ -231,6 +231,7 @@ def _families(
         totals = snap.rebalances.get(g.name)
         rebalances = totals.rebalances if totals else 0
         f["group_rebalances_total"].append((gl, rebalances))
+        f["group_disruptive_rebalances_total"].append((gl, totals.disruptive if totals else 0))
         for kind, value in (
             ("actual", totals.moved if totals else 0),
             ("baseline", totals.baseline if totals else 0),

@@ -40,7 +40,8 @@ LEFT JOIN LATERAL (
 REBALANCES = """
 SELECT group_name, count(*), sum(partitions_moved), coalesce(sum(baseline_moves), 0),
     coalesce(sum(minimum_moves), 0),
-    count(*) FILTER (WHERE time > %(now)s - make_interval(secs => %(window)s))
+    count(*) FILTER (WHERE disruptive AND time > %(now)s - make_interval(secs => %(window)s)),
+    count(*) FILTER (WHERE disruptive)
 FROM rebalances
 GROUP BY group_name
 """
@@ -133,7 +134,8 @@ class RebalanceTotals:
     moved: int
     baseline: int
     minimum: int
-    in_window: int
+    in_window: int  # disruptive rebalances within the storm window
+    disruptive: int
 
 
 @dataclass(frozen=True, slots=True)

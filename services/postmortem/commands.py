@@ -19,10 +19,14 @@ examples:
       the last two hours
   groupscope postmortem billing --since 2026-03-01T09:00Z --until 2026-03-01T10:00Z --json
 
-columns: MOVES are partitions that changed owner (actual), those taken from members
-that stayed (surv), what Kafka's sticky assignor would have moved (sticky) and the
-fewest any balanced assignment could move (min). COMMITTED is the committed offsets
-the group advanced during the generation, summed over partitions.
+columns: MOVES a/s/b/m are partitions that changed owner (actual), those taken from
+members that stayed (surv), what Kafka's sticky assignor would have moved (baseline)
+and the fewest any balanced assignment could move (min). DISRUPTS: running members
+lost partitions (only those rebalances count in storms). COMMITTED is the committed
+offsets the group advanced during the generation, summed over partitions. Members show
+as client id#end of member id (a static member by its group instance id); a list that
+does not fit shows as counts (+3 -3). The table fits 120 columns; --wide adds the
+assignor and leader and shows full times and every member, as --json does.
 
 exit status: 0 found; 1 unknown group or nothing in the range; 2 bad input.
 """
@@ -32,6 +36,8 @@ examples:
   groupscope owner orders 3 --at 2026-03-01T09:41:00Z
       which member of which group owned orders-3 then
   groupscope owner orders 3 --at 45m --group billing --json
+
+With --json, nobody found prints [] (the reason goes to stderr).
 
 exit status: 0 found; 1 unknown group or nobody owned it then; 2 bad input.
 """
@@ -67,6 +73,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     postmortem.add_argument("group", metavar="GROUP", help="consumer group id")
     postmortem.add_argument("--since", metavar="T", help=f"from this time on; {TIME_HELP}")
     postmortem.add_argument("--until", metavar="T", help=f"before this time; {TIME_HELP}")
+    postmortem.add_argument(
+        "--wide",
+        action="store_true",
+        help="every detail: full times, assignor, leader, each member that joined or left",
+    )
 
     owner = _parser(
         subparsers,
@@ -149,7 +160,7 @@ def run_postmortem(args: argparse.Namespace) -> int:
         args,
         lambda conn: queries.timeline(conn, args.group, since, until),
         lambda entries: render.timeline_json(args.group, entries),
-        lambda entries: render.timeline_text(args.group, entries),
+        lambda entries: render.timeline_text(args.group, entries, wide=args.wide),
     )
 
 
@@ -164,6 +175,7 @@ def run_owner(args: argparse.Namespace) -> int:
         lambda conn: queries.owners(conn, args.topic, partition, at, args.group),
         render.owners_json,
         render.owners_text,
+        empty=[],
     )
 
 
@@ -190,8 +202,9 @@ def run_storms(args: argparse.Namespace) -> int:
     )
 
 
-def _answer(args: argparse.Namespace, ask, as_json, as_text) -> int:
-    """Run one query against the chosen database and print its answer."""
+def _answer(args: argparse.Namespace, ask, as_json, as_text, empty: object = None) -> int:
+    """Run one query against the chosen database and print its answer. When there is
+    none, the reason goes to stderr and, with --json, `empty` to stdout (if not None)."""
     from services.postmortem.queries import NotFound
     from services.store.database import open_database
     from services.store.migrate import require_head
@@ -203,6 +216,8 @@ def _answer(args: argparse.Namespace, ask, as_json, as_text) -> int:
                 answer = ask(conn)
             except NotFound as exc:
                 print(f"groupscope {args.command}: {exc}", file=sys.stderr)
+                if args.json and empty is not None:
+                    print(json.dumps(empty))
                 return 1
     print(json.dumps(as_json(answer), indent=2) if args.json else as_text(answer))
     return 0

@@ -43,6 +43,8 @@ class Moves:
     revoked: int
     newly_assigned: int
     cooperative_episode: bool
+    # Running members lost partitions: the rebalance counts in storms.
+    disruptive: bool = True
 
     @property
     def excess(self) -> int | None:
@@ -192,6 +194,7 @@ def _timeline_entry(row) -> TimelineEntry:
             revoked=row["partitions_revoked"],
             newly_assigned=row["partitions_newly_assigned"],
             cooperative_episode=row["cooperative_episode"],
+            disruptive=row["disruptive"],
         )
     return TimelineEntry(
         generation=row["generation"],

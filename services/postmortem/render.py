@@ -5,18 +5,28 @@ The JSON shapes are contracts (issue 5): fields may be added, never renamed.
   "members", "joined", "left", "moves": {"actual", "from_survivors",
   "sticky_baseline", "minimum"} | null, ...}]}
 - storms: [{"group", "rebalances", "start", "end"}]
+
+The postmortem table fits a terminal of `WIDTH` columns by default: times to the second,
+members by a short unique form (`short_members`), long join/leave lists as counts;
+`wide=True` (`--wide`) shows everything, as the JSON does.
 """
 
 from __future__ import annotations
 
 import unicodedata
-from collections.abc import Sequence
-from datetime import timedelta
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime, timedelta
 
 from services.postmortem.queries import MemberRef, Moves, Ownership, Storm, TimelineEntry
 from services.postmortem.timeparse import iso
 
-MAX_LISTED = 3
+# The terminal width the default postmortem table fits.
+WIDTH = 120
+# A short member form: the client id cut to this, then `#` and a suffix of the member id
+# at least SUFFIX long (longer where needed to tell members apart).
+CLIENT_WIDTH = 14
+SUFFIX = 4
+SHORT_WIDTH = CLIENT_WIDTH + 1 + SUFFIX
 # Longest name (group, member, client id, host, assignor) a table shows in full.
 NAME_WIDTH = 40
 _ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
@@ -94,23 +104,74 @@ def timeline_json(group: str, entries: Sequence[TimelineEntry]) -> dict:
     return {"group": group, "generations": [_entry_json(e) for e in entries]}
 
 
-def timeline_text(group: str, entries: Sequence[TimelineEntry]) -> str:
+def seconds(moment: datetime) -> str:
+    """A time to the second, UTC: 2026-03-01T03:12:07Z."""
+    return f"{moment.astimezone(UTC):%Y-%m-%dT%H:%M:%SZ}"
+
+
+def short_client(client_id: str | None, group: str) -> str:
+    """A client id in a few characters: the Java consumer's default
+    `consumer-<group>-<n>` as `consumer-<n>`, others cut in the middle."""
+    if client_id is None:
+        return "?"
+    default = f"consumer-{group}-"
+    if client_id.startswith(default) and len(client_id) > len(default):
+        client_id = "consumer-" + client_id[len(default) :]
+    return name(client_id, CLIENT_WIDTH)
+
+
+def short_members(members: Iterable[MemberRef], group: str) -> dict[str, str]:
+    """member id -> a short form unique among `members`: a static member's group instance
+    id (cut in the middle), a member id of at most SHORT_WIDTH characters as it is, else
+    the client id (short_client) and `#` with the member id's last SUFFIX characters,
+    more where two members would otherwise look alike."""
+    refs = {m.member_id: m for m in members}
+    for length in range(SUFFIX, max((len(i) for i in refs), default=0) + 1):
+        labels = {
+            member_id: (
+                name(m.member, SHORT_WIDTH)
+                if m.member != member_id or len(member_id) <= SHORT_WIDTH
+                else f"{short_client(m.client_id, group)}#{printable(member_id[-length:])}"
+            )
+            for member_id, m in refs.items()
+        }
+        # A static member restarted has a new member id but the same identity and label.
+        if len(set(labels.values())) == len({m.member for m in refs.values()}):
+            return labels
+    return {member_id: printable(member_id) for member_id in refs}
+
+
+def timeline_text(group: str, entries: Sequence[TimelineEntry], wide: bool = False) -> str:
+    """The timeline as a summary and a table: one that fits WIDTH columns, or with every
+    detail when `wide`."""
     rebalanced = [e.moves for e in entries if e.moves is not None]
     excess = sum(m.excess or 0 for m in rebalanced)
-    summary = (
-        f"group {printable(group)}: {len(entries)} generations from {iso(entries[0].time)} "
-        f"to {iso(entries[-1].time)}; {len(rebalanced)} rebalances, "
+    moves = (
+        f"{len(rebalanced)} rebalances ({sum(m.disruptive for m in rebalanced)} disruptive), "
         f"{sum(m.actual for m in rebalanced)} partition moves "
         f"({excess} more than the sticky baseline)"
+    )
+    if not wide:
+        assignors = list(dict.fromkeys(name(e.assignor, 24) for e in entries))
+        summary = (
+            f"group {name(group)}: {len(entries)} generations, {seconds(entries[0].time)} "
+            f"to {seconds(entries[-1].time)}; assignor {', '.join(assignors[:3])}"
+            f"{' ...' if len(assignors) > 3 else ''}\n{moves}"
+        )
+        return f"{summary}\n\n{_compact_table(group, entries)}"
+    summary = (
+        f"group {printable(group)}: {len(entries)} generations from {iso(entries[0].time)} "
+        f"to {iso(entries[-1].time)}; {moves}"
     )
     rows = [
         (
             iso(e.time),
             e.generation,
-            name(e.assignor),
-            name(e.leader),
+            printable(e.assignor or "-"),
+            printable(e.leader or "-"),
             len(e.members),
             _moves_text(e.moves),
+            _disrupts(e.moves),
             duration(e.since_previous),
             e.committed_progress,
             _membership_text(e.joined, e.left),
@@ -124,11 +185,70 @@ def timeline_text(group: str, entries: Sequence[TimelineEntry]) -> str:
         "LEADER",
         "MEMBERS",
         "MOVES act/surv/sticky/min",
+        "DISRUPTS",
         "SINCE PREV",
         "COMMITTED",
         "JOINED (+) / LEFT (-)",
     )
     return f"{summary}\n\n{table(headers, rows)}"
+
+
+COMPACT_HEADERS = (
+    "TIME",
+    "GEN",
+    "MEMBERS",
+    "MOVES a/s/b/m",
+    "DISRUPTS",
+    "SINCE",
+    "COMMITTED",
+    "JOINED (+) / LEFT (-)",
+)
+
+
+def _compact_table(group: str, entries: Sequence[TimelineEntry]) -> str:
+    """The timeline table in WIDTH columns: the last column, who joined and left, gets
+    what the others leave, and says how many when the members do not fit."""
+    labels = short_members((m for e in entries for m in (*e.joined, *e.left)), group)
+    rows = [
+        [
+            seconds(e.time),
+            e.generation,
+            len(e.members),
+            _moves_text(e.moves),
+            _disrupts(e.moves),
+            duration(e.since_previous),
+            e.committed_progress,
+        ]
+        for e in entries
+    ]
+    widths = [max(len(_cell(r[i])) for r in rows) for i in range(len(rows[0]))]
+    used = sum(max(w, len(h)) for w, h in zip(widths, COMPACT_HEADERS[:-1], strict=True))
+    budget = max(WIDTH - used - 2 * (len(COMPACT_HEADERS) - 1), len("+999 -999"))
+    for row, e in zip(rows, entries, strict=True):
+        row.append(_membership_short(e.joined, e.left, labels, budget))
+    return table(COMPACT_HEADERS, rows)
+
+
+def _membership_short(
+    joined: Sequence[MemberRef], left: Sequence[MemberRef], labels: dict[str, str], budget: int
+) -> str:
+    """`+consumer-1#3f1c -consumer-1#9a0b`, or when that is longer than `budget` the
+    counts with the clients if they fit: `+3 -3 (consumer-1, consumer-2)`, `+3 -3`."""
+    shown = [labels[m.member_id] for m in (*joined, *left)]
+    listed = " ".join(
+        [f"+{s}" for s in shown[: len(joined)]] + [f"-{s}" for s in shown[len(joined) :]]
+    )
+    if len(listed) <= budget:
+        return listed
+    counts = " ".join(f"{sign}{len(ms)}" for sign, ms in (("+", joined), ("-", left)) if ms)
+    clients = f"{counts} ({', '.join(dict.fromkeys(s.split('#')[0] for s in shown))})"
+    return clients if len(clients) <= budget else counts
+
+
+def _disrupts(moves: Moves | None) -> str:
+    if moves is None:
+        return "-"
+    return "yes" if moves.disruptive else "no"
 
 
 def owners_json(found: Sequence[Ownership]) -> list[dict]:
@@ -218,6 +338,7 @@ def _moves_json(moves: Moves | None) -> dict | None:
         "revoked": moves.revoked,
         "newly_assigned": moves.newly_assigned,
         "cooperative_episode": moves.cooperative_episode,
+        "disruptive": moves.disruptive,
     }
 
 
@@ -234,17 +355,12 @@ def _moves_text(moves: Moves | None) -> str:
 
 
 def _membership_text(joined: Sequence[MemberRef], left: Sequence[MemberRef]) -> str:
-    """`+c-2 (app@/10.0.0.2) -c-1 (app@/10.0.0.1)`, at most a few of each."""
-    parts: list[str] = []
-    for sign, members in (("+", joined), ("-", left)):
-        shown = [
-            f"{sign}{name(m.member)} ({name(m.client_id or '?')}@{name(m.host or '?')})"
-            for m in members
-        ]
-        if len(shown) > MAX_LISTED:
-            shown = [*shown[:MAX_LISTED], f"{sign}{len(members) - MAX_LISTED} more"]
-        parts.extend(shown)
-    return " ".join(parts)
+    """`+c-2 (app@/10.0.0.2) -c-1 (app@/10.0.0.1)`: every member, names in full."""
+    return " ".join(
+        f"{sign}{printable(m.member)} ({printable(m.client_id or '?')}@{printable(m.host or '?')})"
+        for sign, members in (("+", joined), ("-", left))
+        for m in members
+    )
 
 
 def _cell(value: object) -> str:

@@ -51,6 +51,8 @@ Rules the store relies on:
   `cooperative_episode=True` to the generation that completed it, measured from the
   generation before the revocation, and none to the revocation generation.
   `None` means "no earlier generation known": the first one the job saw.
+  `Churn.disruptive` says whether the rebalance stopped running members' consumption
+  (the tracker decides, `services.tracker.churn.disruptive`); only those count in storms.
 - **Groups.** Every group named anywhere in the batch is created if missing, with
   first/last seen times. `GroupEvent` records a group record that changes its state:
   `deleted=True` for a group tombstone. Later positions win, as for offsets.
@@ -147,6 +149,10 @@ class Churn:
     baseline_assignor: str | None = None
     minimum_moves: int | None = None
     cooperative_episode: bool = False
+    # Whether running members lost partitions: what storms count (docs/architecture.md,
+    # "Storms"). False for a group's formation and for rebalances that took nothing
+    # from a member that stayed (a cooperative or KIP-848 leave, an epoch moving nothing).
+    disruptive: bool = True
 
 
 @dataclass(frozen=True, slots=True)

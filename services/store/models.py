@@ -147,6 +147,7 @@ class Rebalance(Base):
     Keyed by the generation it produced. A cooperative two-step episode is one row from
     the generation before the revocation to the generation that assigned the revoked
     partitions (`cooperative_episode` true); the revocation generation has no row.
+    `disruptive` says whether the rebalance counts in storms (docs/architecture.md).
     """
 
     __tablename__ = "rebalances"
@@ -178,6 +179,9 @@ class Rebalance(Base):
     baseline_assignor: Mapped[str | None] = mapped_column(Text)
     minimum_moves: Mapped[int | None] = mapped_column(Integer)
     cooperative_episode: Mapped[bool] = mapped_column(Boolean)
+    # Running members lost partitions (migration 0005): what storms count. False for a
+    # group's formation and for rebalances that took nothing from a member that stayed.
+    disruptive: Mapped[bool] = mapped_column(Boolean, server_default="true")
 
 
 class CommittedOffset(Base):

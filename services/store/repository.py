@@ -87,12 +87,12 @@ INSERT_REBALANCES = """
 INSERT INTO rebalances (to_generation_pk, from_generation_pk, group_name, from_generation,
     to_generation, time, elapsed, members_joined, members_left, partitions_moved,
     partitions_revoked, partitions_newly_assigned, moves_from_survivors, baseline_moves,
-    baseline_assignor, minimum_moves, cooperative_episode)
+    baseline_assignor, minimum_moves, cooperative_episode, disruptive)
 SELECT t.id, f.id, t.group_name, r.from_generation,
     t.generation, t.time, t.time - f.time, r.members_joined, r.members_left,
     r.partitions_moved, r.partitions_revoked, r.partitions_newly_assigned,
     r.moves_from_survivors, r.baseline_moves, r.baseline_assignor, r.minimum_moves,
-    r.cooperative_episode
+    r.cooperative_episode, r.disruptive
 FROM stage_rebalances r
 JOIN generations t USING (source_partition, source_offset)
 LEFT JOIN generations f
@@ -560,6 +560,7 @@ def _rebalance_rows(batch: BatchWrite) -> Iterator[tuple[object, ...]]:
             r.baseline_assignor,
             r.minimum_moves,
             r.cooperative_episode,
+            r.disruptive,
         )
 
 

@@ -151,6 +151,7 @@ REBALANCES = CopyTable(
         ("baseline_assignor", "text"),
         ("minimum_moves", "int4"),
         ("cooperative_episode", "bool"),
+        ("disruptive", "bool"),
     ),
 )
 

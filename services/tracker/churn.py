@@ -8,12 +8,17 @@ they are inferred as the highest partition seen for a topic in either generation
 one. A baseline the assignor cannot compute (it raises `AssignmentError`, as Kafka's
 assignor would throw) is left out of the churn and its reason returned, to be counted;
 any other exception is a defect and propagates.
+
+Whether a rebalance is *disruptive* (it counts in storms, docs/architecture.md "Storms")
+is decided here too: `forming_until` follows a group's formation, `disrupts` applies the
+protocol's rule to what the churn measured.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
 
 from services.assignor import assign
 from services.assignor.churn import minimum_moves, moves
@@ -21,6 +26,10 @@ from services.assignor.model import AssignmentError
 from services.assignor.model import Member as AssignorMember
 from services.store.batch import Churn
 from services.tracker.model import Assignment, Snapshot
+
+# When no member states its rebalance timeout: the default of max.poll.interval.ms,
+# which the Java consumer sends as its rebalance timeout (classic and KIP-848 alike).
+DEFAULT_REBALANCE_TIMEOUT_MS = 300_000
 
 # A KIP-848 group's server assignor -> its baseline; any other (or none): `uniform`.
 KIP848_BASELINES = {"range": "server-range"}
@@ -184,3 +193,49 @@ def measure(
         cooperative_episode=episode,
     )
     return Measured(churn, failure)
+
+
+def rebalance_timeout_ms(timeouts: Iterable[int | None]) -> int | None:
+    """A generation's rebalance timeout: its members' longest (None when none states one)."""
+    known = [t for t in timeouts if t is not None and t > 0]
+    return max(known) if known else None
+
+
+def forming_until(previous: Snapshot | None, snapshot: Snapshot) -> datetime | None:
+    """`snapshot.forming_until`: while members join an empty group, the end of the
+    rebalance timeout of the first generation that had members; None once the group
+    has formed (a member left, or the timeout passed), for an empty generation, and
+    for a group whose formation the tracker did not see (its first generation seen is
+    not generation 1)."""
+    if not snapshot.assignment:
+        return None
+    timeout = timedelta(milliseconds=snapshot.rebalance_timeout_ms or DEFAULT_REBALANCE_TIMEOUT_MS)
+    if previous is None:
+        return snapshot.position.time + timeout if snapshot.generation <= 1 else None
+    if not previous.assignment:  # the first members of an empty group
+        return snapshot.position.time + timeout
+    until = previous.forming_until
+    if until is None or snapshot.position.time > until:
+        return None
+    if previous.assignment.keys() - snapshot.assignment.keys():  # a member left
+        return None
+    return until
+
+
+def is_eager(group_type: str, protocol: str | None) -> bool:
+    """A classic group without a cooperative assignor: every rebalance revokes all."""
+    return group_type == "classic" and not is_cooperative(protocol)
+
+
+def disrupts(
+    before: Assignment, after: Assignment, measured: Churn, group_type: str, protocol: str | None
+) -> bool:
+    """Whether a rebalance (after formation) took partitions from running members.
+
+    Eager: every member that stays revokes all its partitions at JoinGroup, so any
+    member that stayed and owned partitions lost them. Cooperative and KIP-848: only
+    partitions moved away from a member that stayed were revoked from a running
+    consumer; a leave or an epoch that moves nothing takes nothing from anyone."""
+    if is_eager(group_type, protocol):
+        return any(before[m] for m in before.keys() & after.keys())
+    return measured.moves_from_survivors > 0

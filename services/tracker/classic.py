@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from services.store.batch import Generation, Member
+from services.tracker.churn import rebalance_timeout_ms
 from services.tracker.model import (
     Assignment,
     Position,
@@ -81,12 +82,14 @@ def _emit(
 ) -> None:
     protocol = value["protocol"]
     snapshot = Snapshot(value["generation"], position, assignment, topics, protocol)
+    snapshot.rebalance_timeout_ms = rebalance_timeout_ms(m.rebalance_timeout_ms for m in members)
     previous = tracker.last.get(group)
     if previous is not None and previous.generation == value["generation"]:
         # A static member rejoining within its session timeout: the coordinator
         # rewrites the group with a new member id but the same generation
         # (KIP-345, ClassicGroup.replaceStaticMember). Not a rebalance.
         snapshot.revoking_from = previous.revoking_from
+        snapshot.forming_until = previous.forming_until
         tracker.last[group] = snapshot
         return
     churn = tracker.advance(group, snapshot, "classic")

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from services.store.batch import Generation, Member
+from services.tracker.churn import rebalance_timeout_ms
 from services.tracker.model import (
     MEMBER_FIELDS,
     Assignment,
@@ -143,6 +144,7 @@ def _generation(
     assignors = {a for m in state.members.values() if (a := m.get("server_assignor")) is not None}
     assignor = ",".join(sorted(assignors)) or "uniform"
     snapshot = Snapshot(epoch, position, assignment, topics, assignor)
+    snapshot.rebalance_timeout_ms = rebalance_timeout_ms(m.rebalance_timeout_ms for m in members)
     churn = tracker.advance(group, snapshot, "consumer", topic_ids)
     tracker.generations.append(
         Generation(

@@ -34,6 +34,11 @@ class Snapshot:
     topics: dict[str, tuple[str, ...]]  # identity -> subscribed topics
     protocol: str | None
     revoking_from: Snapshot | None = None  # set on a cooperative revocation round
+    # The group's longest member rebalance timeout (ms) in this generation, if known.
+    rebalance_timeout_ms: int | None = None
+    # While the group is forming (members joining an empty group): the end of its first
+    # rebalance timeout. None once it has formed, or when its formation was not seen.
+    forming_until: datetime | None = None
 
 
 MEMBER_FIELDS = (

@@ -40,11 +40,14 @@ def _snapshot(s: Snapshot | None) -> Any:
         "topics": s.topics,
         "protocol": s.protocol,
         "revoking_from": _snapshot(s.revoking_from),
+        "rebalance_timeout_ms": s.rebalance_timeout_ms,
+        "forming_until": None if s.forming_until is None else s.forming_until.isoformat(),
     }
 
 
 def _load_snapshot(raw: Any) -> Snapshot:
     revoking_from = raw["revoking_from"]
+    forming_until = raw.get("forming_until")  # absent in older files: formed
     return Snapshot(
         raw["generation"],
         _load_position(raw["position"]),
@@ -52,6 +55,8 @@ def _load_snapshot(raw: Any) -> Snapshot:
         {m: tuple(ts) for m, ts in raw["topics"].items()},
         raw["protocol"],
         None if revoking_from is None else _load_snapshot(revoking_from),
+        raw.get("rebalance_timeout_ms"),
+        None if forming_until is None else datetime.fromisoformat(forming_until),
     )
 
 

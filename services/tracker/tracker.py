@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from services.store.batch import Churn, Generation, GroupEvent, Repair
@@ -115,11 +116,19 @@ class GenerationTracker:
         (name -> Kafka topic id) order a KIP-848 group's topics for its baseline."""
         previous = self.last.get(group)
         self.last[group] = snapshot
+        snapshot.forming_until = churn.forming_until(previous, snapshot)
         if previous is None:
             return None
+        before = (previous.revoking_from or previous).assignment
         measured = churn.rebalance(previous, snapshot, group_type, topic_ids)
         if measured.failure is not None:
             reason = measured.failure.reason
             self.baseline_failures[reason] += 1
             self.baseline_examples.setdefault(reason, f"group {group!r}: {measured.failure.detail}")
-        return measured.churn
+        if measured.churn is None:
+            return None
+        # The group's formation disrupts nobody; after it, the protocol's rule decides.
+        disruptive = snapshot.forming_until is None and churn.disrupts(
+            before, snapshot.assignment, measured.churn, group_type, snapshot.protocol
+        )
+        return replace(measured.churn, disruptive=disruptive)

@@ -60,6 +60,20 @@ def seeded(store_engine: Engine) -> Engine:
         )
         for g in range(1, 8)
     ]  # seven generations within 7 minutes: six rebalances
+    # A KIP-848 group forming, then losing members: six epochs within two minutes, none
+    # taking partitions from a running member.
+    forming = [
+        generation(
+            g,
+            200 + g,
+            two,
+            group="forming",
+            time=ago(3 - g / 3),
+            assignor="uniform",
+            churn=churn(g - 1, 199 + g, moved=2, disruptive=False) if g > 1 else None,
+        )
+        for g in range(1, 7)
+    ]
     store.write_batch(
         batch(
             1,
@@ -74,6 +88,7 @@ def seeded(store_engine: Engine) -> Engine:
                 ),
                 generation(1, 20, [], group="idle", time=ago(90)),
                 *crash,
+                *forming,
             ],
             offsets=[
                 commit("billing", 0, 40, 13, commits=5),
@@ -143,7 +158,13 @@ def test_group_state_generation_and_members(seeded: Engine) -> None:
     s = scrape(seeded)
     info = {k[1]: v for k, v in s.items() if k[0] == "groupscope_group_info"}
     states = {dict(labels)["group"]: dict(labels)["state"] for labels in info}
-    assert states == {"billing": "stable", "crashy": "stable", "idle": "empty", "gone": "dead"}
+    assert states == {
+        "billing": "stable",
+        "crashy": "stable",
+        "forming": "stable",
+        "idle": "empty",
+        "gone": "dead",
+    }
     billing = next(dict(labels) for labels in info if dict(labels)["group"] == "billing")
     assert billing == {
         "group": "billing",
@@ -173,6 +194,12 @@ def test_rebalances_moves_churn_and_storm(seeded: Engine) -> None:
     assert value(s, "group_storm", group="billing") == 0
     assert value(s, "group_rebalances_in_storm_window", group="crashy") == 6
     assert value(s, "group_storm", group="crashy") == 1
+    assert value(s, "group_disruptive_rebalances_total", group="crashy") == 6
+    # Five rebalances within the window, none disruptive: recorded, but no storm.
+    assert value(s, "group_rebalances_total", group="forming") == 5
+    assert value(s, "group_disruptive_rebalances_total", group="forming") == 0
+    assert value(s, "group_rebalances_in_storm_window", group="forming") == 0
+    assert value(s, "group_storm", group="forming") == 0
     assert value(s, "group_seconds_since_last_rebalance", group="crashy") == pytest.approx(
         60, abs=5
     )

@@ -160,6 +160,69 @@ def test_rebalances_equal_the_truth(streamed, capture: Path) -> None:
         assert r.minimum_moves <= r.baseline_moves
 
 
+def disruptive_truth(capture: Path) -> dict[tuple[str, int], bool]:
+    """Which of the simulator's rebalances disrupted running members, by the rules of
+    docs/architecture.md ("Storms"), from the ground truth: the assignments before and
+    after, the moves from survivors, and formation by the groups' rebalance timeouts
+    (max.poll.interval.ms, which the simulated members send)."""
+    specs, _ = build(SCENARIO_NAMES, Params(), None)
+    timeouts = {spec.name: spec.max_poll_interval_ms for spec in specs}
+    generations: dict[str, list[dict]] = {}
+    for g in truth(capture, "generations.jsonl"):
+        generations.setdefault(g["group"], []).append(g)
+    forming: dict[tuple[str, int], bool] = {}
+    for group, history in generations.items():
+        until, previous = None, None
+        for g in sorted(history, key=lambda g: (g["log_partition"], g["log_offset"])):
+            members = g["assignment"]
+            if not members:
+                until = None
+            elif previous is None:
+                until = g["time"] + timeouts[group] if g["generation"] <= 1 else None
+            elif not previous["assignment"]:
+                until = g["time"] + timeouts[group]
+            elif until is not None and (
+                g["time"] > until or set(previous["assignment"]) - set(members)
+            ):
+                until = None
+            forming[(group, g["generation"])] = until is not None
+            previous = g
+    assignments = {(g["group"], g["generation"]): g for gs in generations.values() for g in gs}
+    expected = {}
+    for r in truth(capture, "rebalances.jsonl"):
+        if r["from_generation"] is None:
+            continue
+        before = assignments[(r["group"], r["from_generation"])]["assignment"]
+        after = assignments[(r["group"], r["to_generation"])]
+        eager = r["group_type"] == "classic" and "cooperative" not in (after["protocol"] or "")
+        if eager:
+            lost = any(before[m] for m in set(before) & set(after["assignment"]))
+        else:
+            lost = r["moves"]["from_surviving"] > 0
+        expected[(r["group"], r["to_generation"])] = (
+            lost and not forming[(r["group"], r["to_generation"])]
+        )
+    return expected
+
+
+def test_disruptive_rebalances_and_storms_follow_the_truth(streamed, capture: Path) -> None:
+    """The job marks exactly the rebalances that took partitions from running members;
+    the crash loop storms, the KIP-848 group (forming, leaving, resubscribing) does not."""
+    engine, _ = streamed
+    expected = disruptive_truth(capture)
+    with engine.connect() as conn:
+        rows = conn.execute(text("SELECT group_name, to_generation, disruptive FROM rebalances"))
+        got = {(r[0], r[1]): r[2] for r in rows}
+        storms = conn.execute(text("SELECT group_name, rebalances FROM rebalance_storms")).all()
+    assert got == expected
+    assert True in got.values() and False in got.values()
+    kip848 = [v for (group, _), v in got.items() if group == "kip848-0"]
+    assert False in kip848 and kip848.count(True) < 5
+    stormed = {group for group, _ in storms}
+    assert "crash-loop-0" in stormed
+    assert "kip848-0" not in stormed and "steady-0" not in stormed
+
+
 def test_committed_offsets_equal_the_truth(streamed, capture: Path) -> None:
     engine, _ = streamed
     expected = {

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from datetime import datetime, timedelta
 
 from services.store.batch import BatchWrite, Generation
@@ -31,12 +31,21 @@ def write(database_url: str, *batches: BatchWrite) -> None:
 
 
 def rebalancing_group(
-    name: str, times: list[datetime], *, source_partition: int
+    name: str,
+    times: list[datetime],
+    *,
+    source_partition: int,
+    calm: Collection[int] = (),
 ) -> list[Generation]:
-    """A group whose generations happen at `times`, each a rebalance from the last."""
+    """A group whose generations happen at `times`, each a rebalance from the last; those
+    to the generations numbered in `calm` (from 1) disrupt nobody (`Churn.disruptive`)."""
     generations = []
     for number, when in enumerate(times, start=1):
-        previous = churn(number - 1, number - 1, moved=1) if number > 1 else None
+        previous = (
+            churn(number - 1, number - 1, moved=1, disruptive=number not in calm)
+            if number > 1
+            else None
+        )
         generations.append(
             generation(
                 number,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from tests.fixtures.batches import batch, generation, member
@@ -102,3 +104,15 @@ def test_bad_input_exits_2(run: Run, args: list[str]) -> None:
     status, out, err = run("owner", *args)
     assert (status, out) == (2, "")
     assert err.strip()
+
+
+@pytest.mark.usefixtures("billing")
+def test_json_prints_an_empty_list_when_nobody_owned_it(run: Run) -> None:
+    for args in (
+        ("orders", "12", "--at", "2026-03-01T12:30:00Z"),
+        ("orders", "1", "--at", "2h", "--group", "nope"),
+    ):
+        status, out, err = run("owner", *args, "--json")
+        assert status == 1
+        assert json.loads(out) == []
+        assert err.startswith("groupscope owner: ")

@@ -61,15 +61,31 @@ def test_table_for_people_is_aligned(run: Run) -> None:
     status, out, _ = run("postmortem", "billing")
     assert status == 0
     lines = out.splitlines()
-    assert lines[0].startswith("group billing: 3 generations")
-    assert "2 rebalances, 10 partition moves (2 more than the sticky baseline)" in lines[0]
-    header, *rows = lines[2:]
+    assert lines[0] == (
+        "group billing: 3 generations, 2026-03-01T12:00:00Z to 2026-03-01T13:05:00Z; assignor range"
+    )
+    assert lines[1] == (
+        "2 rebalances (2 disruptive), 10 partition moves (2 more than the sticky baseline)"
+    )
+    header, *rows = lines[3:]
     assert len(rows) == 3
+    time_column, disrupts = header.index("TIME"), header.index("DISRUPTS")
+    assert [row[time_column:].split()[0] for row in rows] == [
+        "2026-03-01T12:00:00Z",
+        "2026-03-01T12:05:00Z",
+        "2026-03-01T13:05:00Z",
+    ]
+    assert [row[disrupts:].split()[0] for row in rows] == ["-", "yes", "yes"]
+    assert "(first seen)" in rows[0]
+    assert "6/4/4/4" in rows[1] and rows[1].endswith("  +app-3")
+    assert rows[2].endswith("  -app-2")
+    # --wide: the assignor, the leader and each member with its client and host.
+    status, out, _ = run("postmortem", "billing", "--wide")
+    assert status == 0
+    header, *rows = out.splitlines()[2:]
     assignor_column = header.index("ASSIGNOR")
     assert all(row[assignor_column:].startswith("range") for row in rows)
-    assert "(first seen)" in rows[0]
-    assert "6/4/4/4" in rows[1] and "+app-3 (app@/10.0.0.3)" in rows[1]
-    assert "-app-2 (app@/10.0.0.2)" in rows[2]
+    assert "+app-3 (app@/10.0.0.3)" in rows[1] and "-app-2 (app@/10.0.0.2)" in rows[2]
 
 
 @pytest.mark.usefixtures("billing")
@@ -198,3 +214,105 @@ def test_offset_progress_follows_every_commit_into_its_generation(
     write(database_url, batch(1, generations=gens), *batches)
     answer = run_json(run, "postmortem", "billing")
     assert [g["committed_progress"] for g in answer["generations"]] == [18, 16]
+
+
+def crash_loop_history(group: str) -> list:
+    """An eager group of 12 members with Java-style ids (`consumer-<group>-<n>-<uuid>`):
+    one member crashes and rejoins (+1 -1) three times, then ten are replaced at once."""
+    from tests.fixtures.batches import churn
+
+    def uid(n: int) -> str:
+        return f"{n:08x}-1b2c-4d5e-8f90-{n * 7919:012x}"
+
+    def java(n: int, k: int) -> object:
+        client = f"consumer-{group}-{k}"
+        return member(f"{client}-{uid(n)}", {"orders": [k]}, client_id=client, host="/10.0.0.7")
+
+    members = [java(k, k) for k in range(12)]
+    generations = [generation(1, 500, members, group=group, time=at(0))]
+    for number in range(2, 5):  # member 0 crashes and comes back with a new member id
+        members = [java(100 + number, 0), *members[1:]]
+        generations.append(
+            generation(
+                number,
+                500 + number,
+                members,
+                group=group,
+                time=at(30 * number).replace(microsecond=123456),
+                churn=churn(number - 1, 499 + number, moved=12, joined=1, left=1),
+            )
+        )
+    members = [*members[:2], *(java(200 + k, k) for k in range(2, 12))]
+    generations.append(
+        generation(
+            5,
+            505,
+            members,
+            group=group,
+            time=at(200),
+            churn=churn(4, 504, moved=12, joined=10, left=10),
+        )
+    )
+    return generations
+
+
+def test_the_table_fits_120_columns_and_wide_and_json_keep_everything(
+    run: Run, database_url: str
+) -> None:
+    group = "payments-settlement-eu-west-1"
+    write(database_url, batch(1, generations=crash_loop_history(group)))
+    status, out, err = run("postmortem", group)
+    assert status == 0, err
+    lines = out.splitlines()
+    assert max(len(line) for line in lines) <= 120, out
+    rows = lines[4:]
+    assert len(rows) == 5
+    # Times to the second; one crash shows as who left and who came back, by client id
+    # and the end of the member id; the mass replacement as counts.
+    assert rows[1].startswith("2026-03-01T12:01:00Z ")
+    label_in = "consumer-0#" + f"{102 * 7919:012x}"[-4:]
+    label_out = "consumer-0#" + f"{0:012x}"[-4:]
+    assert rows[1].endswith(f"+{label_in} -{label_out}")
+    assert rows[4].endswith("  +10 -10")
+    labels = [row.split()[-2:] for row in rows[1:4]]
+    # Four distinct members: each one that came back is the one that leaves next.
+    assert len({label[1:] for pair in labels for label in pair}) == 4
+    assert [pair[0][1:] for pair in labels[:-1]] == [pair[1][1:] for pair in labels[1:]]
+    # --wide and --json: every member id in full.
+    status, wide, _ = run("postmortem", group, "--wide")
+    assert status == 0
+    last = wide.splitlines()[-1]
+    assert last.count(f"+consumer-{group}-") == 10 and last.count(f"-consumer-{group}-") == 10
+    assert "2026-03-01T12:01:00.123456Z" in wide
+    gens = run_json(run, "postmortem", group)["generations"]
+    assert len(gens[-1]["joined"]) == 10 and len(gens[-1]["left_members"]) == 10
+    assert [g["moves"]["disruptive"] for g in gens[1:]] == [True] * 4
+
+
+def test_a_restarted_static_member_keeps_its_short_name(run: Run, database_url: str) -> None:
+    """A static member (group instance id) leaves and comes back with a new member id: the
+    table names it by its instance id both times; a dynamic member by client id#suffix."""
+    from tests.fixtures.batches import churn
+
+    def static(n: int) -> object:
+        member_id = f"consumer-ledger-a-{n}f1d0b9e-3c2a-4e8b-9d7f-0a1b2c3d4e5{n}"
+        return member(member_id, {"t": [0]}, instance="ledger-a", client_id="consumer-ledger-a")
+
+    dynamic = member(
+        "consumer-ledger-2-6f1d0b9e-3c2a-4e8b-9d7f-0a1b2c3d4e5f",
+        {"t": [1]},
+        client_id="consumer-ledger-2",
+    )
+    generations = [
+        generation(1, 10, [static(1), dynamic], group="ledger"),
+        generation(2, 11, [dynamic], group="ledger", time=at(60), churn=churn(1, 10, left=1)),
+        generation(
+            3, 12, [static(2), dynamic], group="ledger", time=at(90), churn=churn(2, 11, joined=1)
+        ),
+        generation(4, 13, [static(2)], group="ledger", time=at(120), churn=churn(3, 12, left=1)),
+    ]
+    write(database_url, batch(1, generations=generations))
+    status, out, err = run("postmortem", "ledger")
+    assert status == 0, err
+    rows = out.splitlines()[-3:]
+    assert [row.split()[-1] for row in rows] == ["-ledger-a", "+ledger-a", "-consumer-2#4e5f"]

@@ -85,14 +85,41 @@ def test_bad_window_or_threshold_exits_2(run: Run) -> None:
         assert err.count("\n") == 1, err
 
 
-def test_the_default_view_matches_the_command(run: Run, database_url: str) -> None:
-    seed_storms(database_url)
+def storms_view(database_url: str) -> list[tuple]:
+    """The `rebalance_storms` view's (group, rebalances) rows."""
     engine = create_store_engine(database_url)
     try:
         with engine.connect() as conn:
             rows = conn.execute(text("SELECT group_name, rebalances FROM rebalance_storms")).all()
     finally:
         engine.dispose()
-    assert [tuple(r) for r in rows] == [
+    return [tuple(r) for r in rows]
+
+
+def test_the_default_view_matches_the_command(run: Run, database_url: str) -> None:
+    seed_storms(database_url)
+    assert storms_view(database_url) == [
         (s["group"], s["rebalances"]) for s in run_json(run, "storms")
     ]
+
+
+def test_only_disruptive_rebalances_make_a_storm(run: Run, database_url: str) -> None:
+    """'forming': 6 rebalances within a minute, none disruptive (a group forming, leaves,
+    epochs moving nothing): no storm. 'mixed': 7 rebalances in 7 minutes of which 2 are
+    not disruptive: 5 count, a storm of 5 at the default threshold, not of 7."""
+    forming = rebalancing_group(
+        "forming",
+        minutes(0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6),
+        source_partition=3,
+        calm=range(2, 8),
+    )
+    mixed = rebalancing_group(
+        "mixed", minutes(0, 1, 2, 3, 4, 5, 6, 7), source_partition=4, calm=(2, 3)
+    )
+    write(database_url, batch(1, generations=[*forming, *mixed]))
+    found = run_json(run, "storms")
+    assert [(s["group"], s["rebalances"], s["start"]) for s in found] == [
+        ("mixed", 5, "2026-03-01T12:03:00Z")
+    ]
+    assert run_json(run, "storms", "--min-rebalances", "6") == []
+    assert storms_view(database_url) == [("mixed", 5)]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import inspect, text
@@ -92,5 +94,144 @@ def test_0003_fills_in_state_and_partition_count_of_older_generations(
                 text("SELECT id, state, partition_count FROM generations ORDER BY id")
             ).all()
         assert [tuple(r) for r in rows] == [(1, "stable", 4), (2, "empty", 0)]
+    finally:
+        engine.dispose()
+
+
+# (group, type, assignor, members' rebalance timeout in ms,
+#  [(seconds, {member: partitions}, moves_from_survivors)]):
+# the tracker's cases (tests/tracker/test_disruptive.py) as rows written before 0005.
+BACKFILL_GROUPS = [
+    (
+        "k",
+        "consumer",
+        "uniform",
+        1000,
+        [
+            (0, {"m1": [0, 1, 2, 3]}, None),
+            (0.4, {"m1": [0, 1], "m2": [2, 3]}, 2),  # forming within the 1 s timeout
+            (30, {"m1": [0, 1, 2, 3]}, 0),  # m2 left: nothing taken from m1
+            (60, {"m1": [0, 1], "m3": [2, 3]}, 2),  # m3 takes from m1
+            (90, {"m1": [0, 1], "m3": [2, 3]}, 0),  # an epoch that moves nothing
+        ],
+    ),
+    (
+        "e",
+        "classic",
+        "range",
+        300_000,
+        [
+            (0, {"a": [0, 1, 2, 3]}, None),
+            (2, {"a": [0, 1], "b": [2, 3]}, 2),  # forming
+            (400, {"a": [0], "b": [1, 2], "c": [3]}, 2),  # after the 300 s timeout
+            (500, {"a": [0, 1], "c": [2, 3]}, 1),  # b left: a and c revoked everything
+            (600, {}, 0),  # everybody left
+            (700, {"a": [0, 1, 2, 3]}, 0),  # forming again
+        ],
+    ),
+]
+
+
+def test_0005_marks_formation_leaves_and_idle_epochs_of_older_rebalances_not_disruptive(
+    empty_database_url: str,
+) -> None:
+    engine = create_store_engine(empty_database_url)
+    try:
+        upgrade(empty_database_url, "0004")
+        pk = 0
+        with engine.begin() as conn:
+            for partition, (group, kind, assignor, timeout, generations) in enumerate(
+                BACKFILL_GROUPS
+            ):
+                conn.execute(
+                    text("INSERT INTO groups VALUES (:g, :t, :p, now(), now())"),
+                    {"g": group, "t": kind, "p": partition},
+                )
+                previous = None
+                for number, (seconds, members, from_survivors) in enumerate(generations, 1):
+                    pk += 1
+                    when = "2026-03-01T12:00:00Z"
+                    conn.execute(
+                        text(
+                            "INSERT INTO generations (id, group_name, generation, assignor,"
+                            " time, member_count, source_partition, source_offset,"
+                            " source_timestamp, batch_id) VALUES (:pk, :g, :n, :a,"
+                            " CAST(:t AS timestamptz) + make_interval(secs => :s), :c, :p, :pk,"
+                            " CAST(:t AS timestamptz) + make_interval(secs => :s), 1)"
+                        ),
+                        {
+                            "pk": pk,
+                            "g": group,
+                            "n": number,
+                            "a": assignor,
+                            "t": when,
+                            "s": seconds,
+                            "c": len(members),
+                            "p": partition,
+                        },
+                    )
+                    for mid, partitions in members.items():
+                        conn.execute(
+                            text(
+                                "INSERT INTO generation_members (generation_pk, member_id,"
+                                " rebalance_timeout_ms, subscribed_topics, assignment)"
+                                " VALUES (:pk, :m, :timeout, '{t}', CAST(:a AS json))"
+                            ),
+                            {
+                                "pk": pk,
+                                "m": mid,
+                                "timeout": timeout,
+                                "a": json.dumps({"t": partitions}),
+                            },
+                        )
+                    if previous is not None:
+                        conn.execute(
+                            text(
+                                "INSERT INTO rebalances (to_generation_pk, from_generation_pk,"
+                                " group_name, from_generation, to_generation, time,"
+                                " members_joined, members_left, partitions_moved,"
+                                " partitions_revoked, partitions_newly_assigned,"
+                                " moves_from_survivors, cooperative_episode)"
+                                " SELECT :pk, :prev, :g, :n - 1, :n, time, 0, 0, 0, 0, 0, :s,"
+                                " false FROM generations WHERE id = :pk"
+                            ),
+                            {
+                                "pk": pk,
+                                "prev": previous,
+                                "g": group,
+                                "n": number,
+                                "s": from_survivors,
+                            },
+                        )
+                    previous = pk
+        upgrade(empty_database_url)
+        with engine.connect() as conn:
+            rows = conn.execute(
+                text("SELECT group_name, disruptive FROM rebalances ORDER BY to_generation_pk")
+            ).all()
+            timeline = (
+                conn.execute(
+                    text(
+                        "SELECT disruptive FROM group_timeline WHERE group_name = 'k'"
+                        " ORDER BY generation"
+                    )
+                )
+                .scalars()
+                .all()
+            )
+        assert [tuple(r) for r in rows] == [
+            ("k", False),
+            ("k", False),
+            ("k", True),
+            ("k", False),
+            ("e", False),
+            ("e", True),
+            ("e", True),
+            ("e", False),
+            ("e", False),
+        ]
+        assert timeline == [None, False, False, True, False]
+        downgrade(empty_database_url, "0004")
+        upgrade(empty_database_url)
     finally:
         engine.dispose()
