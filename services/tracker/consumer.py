@@ -143,7 +143,17 @@ def _generation(
     assignors = {a for m in state.members.values() if (a := m.get("server_assignor")) is not None}
     assignor = ",".join(sorted(assignors)) or "uniform"
     snapshot = Snapshot(epoch, position, assignment, topics, assignor)
-    churn = tracker.advance(group, snapshot, "consumer", topic_ids)
+    snapshot.details = {
+        identity(m.member_id, m.group_instance_id): (
+            m.member_id,
+            m.client_id,
+            m.client_host,
+            None,  # the session timeout is the broker's, not in the records
+            m.rebalance_timeout_ms,
+        )
+        for m in members
+    }
+    churn, causes = tracker.advance(group, snapshot, "consumer", topic_ids)
     tracker.generations.append(
         Generation(
             group=group,
@@ -156,5 +166,6 @@ def _generation(
             protocol_type="consumer",
             assignor=assignor,
             rebalance=churn,
+            causes=causes,
         )
     )
