@@ -51,6 +51,10 @@ def _who(ident: str, d: MemberDetails | None) -> str:
     return f"{ident} ({d[1]} @ {d[2]})"
 
 
+def _topics(topics: tuple[str, ...]) -> str:
+    return ", ".join(sorted(topics)) or "nothing"
+
+
 def _seconds(delta: timedelta) -> str:
     return f"{delta.total_seconds():.0f} s"
 
@@ -196,7 +200,7 @@ def rebalance_causes(
                 Cause(
                     "subscription_change",
                     f"{_who(ident, after.details.get(ident))} subscribed to "
-                    f"{', '.join(sorted(now)) or 'nothing'} (was {', '.join(sorted(was)) or 'nothing'})",
+                    f"{_topics(now)} (was {_topics(was)})",
                 )
             )
     # A revocation round leaves partitions unowned: count from the episode's start too.

@@ -57,7 +57,7 @@ def _load_snapshot(raw: Any) -> Snapshot:
         raw["protocol"],
         None if revoking_from is None else _load_snapshot(revoking_from),
         # The evidence of causes is absent in older files.
-        {m: tuple(d) for m, d in raw.get("details", {}).items()},  # type: ignore[misc]
+        {m: tuple(d) for m, d in raw.get("details", {}).items()},
         [Cause(**c) for c in raw.get("pending", [])],
         {(t, p): datetime.fromisoformat(at) for t, p, at in raw.get("since", [])},
     )
@@ -91,5 +91,5 @@ def load(raw: dict[str, Any]) -> GenerationTracker:
         g: {(t, p): datetime.fromisoformat(at) for t, p, at in c}
         for g, c in raw.get("commits", {}).items()
     }
-    tracker.departed = {g: [tuple(d) for d in ds] for g, ds in raw.get("departed", {}).items()}  # type: ignore[misc]
+    tracker.departed = {g: [tuple(d) for d in ds] for g, ds in raw.get("departed", {}).items()}
     return tracker
