@@ -385,6 +385,7 @@ class BatchProcessor:
             decode_failures=failures,
             progress=[SourceProgress(p, last) for p, last in sorted(stats.end_offsets.items())],
             repairs=repairs + self.tracker.drain_repairs(),
+            replacements=self.tracker.drain_replacements(),
         )
         return batch, stats
 
@@ -448,7 +449,23 @@ class BatchProcessor:
             unnamed = self.tracker.unnamed_topic_ids(r for r, _ in group_records)
             if unnamed:
                 self.tracker.topic_names.update(self.topic_names.resolve(unnamed))
-        for record, position in group_records:
+        # The batch's latest commit of each partition goes to the tracker in log order
+        # with the group records: the evidence that times a departed member's removal
+        # (services/tracker/causes.py; docs/architecture.md, "Rebalance causes").
+        marks = [
+            (
+                {
+                    "record_type": "offset_commit",
+                    "key": {"group": c.group, "topic": c.topic, "partition": c.partition},
+                    "value": {},
+                },
+                Position(c.source_partition, c.source_offset, c.commit_time),
+            )
+            for c in offsets.values()
+            if c.offset is not None and c.commit_time is not None
+        ]
+        ordered = sorted([*group_records, *marks], key=lambda r: (r[1].partition, r[1].offset))
+        for record, position in ordered:
             self.tracker.add(record, position)
         return failures
 

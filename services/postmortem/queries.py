@@ -8,9 +8,9 @@ keeps them (`storable_key`): a group id too long for an index is found by its fu
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import SupportsInt
+from typing import Any, SupportsInt
 
 from sqlalchemy import Connection, text
 
@@ -63,6 +63,11 @@ class TimelineEntry:
     moves: Moves | None
     since_previous: timedelta | None
     committed_progress: int | None
+    # {"cause", "explanation", "possible"} per cause; None: not a rebalance, or one
+    # stored before causes were inferred.
+    causes: list[dict[str, Any]] | None = None
+    # Static members that rejoined during the generation without a rebalance.
+    replaced_without_rebalance: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -207,6 +212,8 @@ def _timeline_entry(row) -> TimelineEntry:
         moves=moves,
         since_previous=row["since_previous"],
         committed_progress=_int_or_none(row["committed_progress"]),
+        causes=row.get("causes") if moves is not None else None,
+        replaced_without_rebalance=list(row.get("replaced_without_rebalance") or []),
     )
 
 

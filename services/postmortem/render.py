@@ -175,6 +175,7 @@ def timeline_text(group: str, entries: Sequence[TimelineEntry], wide: bool = Fal
             duration(e.since_previous),
             e.committed_progress,
             _membership_text(e.joined, e.left),
+            _causes_text(e),
         )
         for e in entries
     ]
@@ -189,8 +190,35 @@ def timeline_text(group: str, entries: Sequence[TimelineEntry], wide: bool = Fal
         "SINCE PREV",
         "COMMITTED",
         "JOINED (+) / LEFT (-)",
+        "CAUSES (? possible)",
     )
-    return f"{summary}\n\n{table(headers, rows)}"
+    return f"{summary}\n\n{table(headers, rows)}{_explanations(entries)}"
+
+
+def _causes_text(e: TimelineEntry) -> str:
+    """The rebalance's causes, `?` after a possible one; a static member replaced
+    without a rebalance as `=member`."""
+    parts = [c["cause"] + ("?" if c.get("possible") else "") for c in e.causes or []]
+    parts = list(dict.fromkeys(parts))
+    parts += [f"={name(r['member'])}" for r in e.replaced_without_rebalance]
+    return " ".join(parts)
+
+
+def _explanations(entries: Sequence[TimelineEntry]) -> str:
+    """One line per cause, under the table: generation, cause, explanation."""
+    lines = [
+        f"  gen {e.generation}: {c['cause']}{' (possible)' if c.get('possible') else ''}: "
+        f"{printable(c['explanation'])}"
+        for e in entries
+        for c in e.causes or []
+    ]
+    lines += [
+        f"  gen {e.generation}: {printable(r['member'])} rejoined as "
+        f"{printable(r['new_member_id'])} without a rebalance (static membership)"
+        for e in entries
+        for r in e.replaced_without_rebalance
+    ]
+    return "\n\nwhy:\n" + "\n".join(lines) if lines else ""
 
 
 COMPACT_HEADERS = (
@@ -322,6 +350,8 @@ def _entry_json(e: TimelineEntry) -> dict:
             None if e.since_previous is None else e.since_previous.total_seconds()
         ),
         "committed_progress": e.committed_progress,
+        **({"causes": e.causes} if e.moves is not None else {}),
+        "replaced_without_rebalance": e.replaced_without_rebalance,
     }
 
 

@@ -129,7 +129,11 @@ class SimGroup:
         if member is None:
             self.truth.event(self.scheduler.now, self.name, kind, None, **details)
         else:
-            details = {"member_id": member.member_id, **details}
+            details = {
+                "member_id": member.member_id,
+                "client_host": member.slot.client_host,
+                **details,
+            }
             self.truth.event(self.scheduler.now, self.name, kind, member.identity, **details)
 
     def append(self, records: list[tuple[bytes, bytes | None]]) -> tuple[int, int]:

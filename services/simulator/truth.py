@@ -5,7 +5,8 @@ group instance id when it has one, else its member id; partitions are `[topic, p
 pairs sorted by topic then partition):
 
 - `events.jsonl`: every event, in order:
-  `{"time", "group", "kind", "member", "details"}`. `member` is an identity or null.
+  `{"time", "group", "kind", "member", "details"}`. `member` is an identity or null;
+  a member's event's details carry its `member_id` and `client_host` (its slot's host).
   Kinds: `join`, `leave`, `crash`, `restart`, `stall`, `session-timeout`,
   `poll-timeout`, `rebalance-timeout`, `static-rejoin`, `subscribe`,
   `add-partitions`, `state` (details `from`, `to`, `generation`), `delete-group`.

@@ -155,6 +155,55 @@ class Churn:
     disruptive: bool = True
 
 
+CAUSES = (
+    "scale_out",
+    "scale_in",
+    "restart",
+    "session_timeout",
+    "poll_timeout",
+    "subscription_change",
+    "partitions_added",
+    "unknown",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Cause:
+    """Why a rebalance happened: one of `CAUSES`, with a one-line explanation.
+    `possible` marks a candidate that the evidence does not settle (the rebalance lists
+    every cause that remains possible, never a guess)."""
+
+    cause: str
+    explanation: str
+    possible: bool = False
+
+    def as_dict(self) -> dict[str, object]:
+        return {"cause": self.cause, "explanation": self.explanation, "possible": self.possible}
+
+
+def primary_cause(causes: Sequence[Cause]) -> str:
+    """One bounded label per rebalance (the exporter's `cause`): its first settled cause
+    in `CAUSES` order, else `unknown`."""
+    settled = {c.cause for c in causes if not c.possible}
+    return next((c for c in CAUSES if c in settled), "unknown")
+
+
+@dataclass(frozen=True, slots=True)
+class StaticReplacement:
+    """A static member (group.instance.id) that rejoined under a new member id within its
+    session timeout: the coordinator rewrote the group at the same generation, with no
+    rebalance (KIP-345)."""
+
+    group: str
+    generation: int
+    time: datetime
+    source_partition: int
+    source_offset: int
+    instance_id: str
+    old_member_id: str
+    new_member_id: str
+
+
 @dataclass(frozen=True, slots=True)
 class Generation:
     """One generation (classic) or group epoch (KIP-848) of a group."""
@@ -173,6 +222,8 @@ class Generation:
     rebalance: Churn | None = None
     # "rebalancing" for a cooperative revocation round; None derives stable or empty.
     state: str | None = None
+    # Why the group rebalanced (set with `rebalance`): services/tracker/causes.py.
+    causes: Sequence[Cause] = ()
 
     @property
     def group_state(self) -> str:
@@ -259,6 +310,8 @@ class BatchWrite:
     health: BatchHealth | None = None
     # Changes the job made (times out of range); the store adds its own (strings).
     repairs: Sequence[Repair] = ()
+    # Static members replaced without a rebalance (same-generation rewrites).
+    replacements: Sequence[StaticReplacement] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -42,7 +42,7 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
 )
-from sqlalchemy.dialects.postgresql import ARRAY, JSON
+from sqlalchemy.dialects.postgresql import ARRAY, JSON, JSONB
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 GROUP_TYPES = ("classic", "consumer", "share", "streams")
@@ -182,6 +182,27 @@ class Rebalance(Base):
     # Running members lost partitions (migration 0005): what storms count. False for a
     # group's formation and for rebalances that took nothing from a member that stayed.
     disruptive: Mapped[bool] = mapped_column(Boolean, server_default="true")
+    # [{"cause", "explanation", "possible"}] (migration 0006); NULL when stored before.
+    causes: Mapped[list[dict[str, object]] | None] = mapped_column(JSONB)
+
+
+class StaticReplacement(Base):
+    """A static member that rejoined under a new member id within its session timeout:
+    the group was rewritten at the same generation, without a rebalance (0006)."""
+
+    __tablename__ = "static_replacements"
+    __table_args__ = (
+        Index("ix_static_replacements_group_name_generation", "group_name", "generation"),
+    )
+
+    source_partition: Mapped[int] = mapped_column(Integer, primary_key=True)
+    source_offset: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    instance_id: Mapped[str] = mapped_column(Text, primary_key=True)
+    group_name: Mapped[str] = mapped_column(Text, ForeignKey("groups.name"))
+    generation: Mapped[int] = mapped_column(Integer)
+    time: Mapped[datetime] = mapped_column(Timestamp)
+    old_member_id: Mapped[str] = mapped_column(Text)
+    new_member_id: Mapped[str] = mapped_column(Text)
 
 
 class CommittedOffset(Base):

@@ -18,6 +18,7 @@ Conflicts resolve by natural key plus source position, so a replayed batch is a 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import asdict, astuple, replace
@@ -87,12 +88,12 @@ INSERT_REBALANCES = """
 INSERT INTO rebalances (to_generation_pk, from_generation_pk, group_name, from_generation,
     to_generation, time, elapsed, members_joined, members_left, partitions_moved,
     partitions_revoked, partitions_newly_assigned, moves_from_survivors, baseline_moves,
-    baseline_assignor, minimum_moves, cooperative_episode, disruptive)
+    baseline_assignor, minimum_moves, cooperative_episode, disruptive, causes)
 SELECT t.id, f.id, t.group_name, r.from_generation,
     t.generation, t.time, t.time - f.time, r.members_joined, r.members_left,
     r.partitions_moved, r.partitions_revoked, r.partitions_newly_assigned,
     r.moves_from_survivors, r.baseline_moves, r.baseline_assignor, r.minimum_moves,
-    r.cooperative_episode, r.disruptive
+    r.cooperative_episode, r.disruptive, r.causes::jsonb
 FROM stage_rebalances r
 JOIN generations t USING (source_partition, source_offset)
 LEFT JOIN generations f
@@ -234,6 +235,16 @@ ON CONFLICT (source) DO UPDATE SET
     processed_rows_per_second =
         coalesce(excluded.processed_rows_per_second, s.processed_rows_per_second),
     updated_at = excluded.updated_at
+"""
+
+# A replayed batch rewrites the same static replacements: nothing is added twice.
+INSERT_REPLACEMENTS = """
+INSERT INTO static_replacements (source_partition, source_offset, instance_id, group_name,
+    generation, time, old_member_id, new_member_id)
+SELECT source_partition, source_offset, instance_id, group_name, generation, time,
+    old_member_id, new_member_id
+FROM stage_static_replacements
+ON CONFLICT DO NOTHING
 """
 
 # A replayed batch repairs the same fields of the same records: nothing is added twice.
@@ -413,6 +424,9 @@ def _stage(cursor: psycopg.Cursor, batch: BatchWrite) -> BatchWrite:
     if repairs:
         staging.REPAIRS.create_temp(cursor)
         staging.REPAIRS.copy(cursor, (astuple(r) for r in repairs))
+    if batch.replacements:
+        staging.REPLACEMENTS.create_temp(cursor)
+        staging.REPLACEMENTS.copy(cursor, _replacement_rows(batch))
     return replace(batch, repairs=repairs)
 
 
@@ -430,6 +444,8 @@ def _merge(cursor: psycopg.Cursor, batch: BatchWrite, statements: Statements) ->
         statements.execute(cursor, statement, params)
     if batch.repairs:
         statements.execute(cursor, INSERT_REPAIRS, params)
+    if batch.replacements:
+        statements.execute(cursor, INSERT_REPLACEMENTS, params)
     cursor.executemany(
         UPSERT_PROGRESS,
         [
@@ -561,6 +577,26 @@ def _rebalance_rows(batch: BatchWrite) -> Iterator[tuple[object, ...]]:
             r.minimum_moves,
             r.cooperative_episode,
             r.disruptive,
+            _causes_json([c.as_dict() for c in g.causes]),
+        )
+
+
+def _causes_json(causes: list[dict[str, object]]) -> str:
+    """jsonb refuses U+0000, which a client id or host may hold: replaced by U+FFFD."""
+    return json.dumps(causes).replace("\\u0000", "\ufffd")
+
+
+def _replacement_rows(batch: BatchWrite) -> Iterator[tuple[object, ...]]:
+    for r in batch.replacements:
+        yield (
+            r.source_partition,
+            r.source_offset,
+            r.instance_id.replace("\0", "\ufffd"),
+            r.group,
+            r.generation,
+            r.time,
+            r.old_member_id.replace("\0", "\ufffd"),
+            r.new_member_id.replace("\0", "\ufffd"),
         )
 
 

@@ -152,6 +152,21 @@ REBALANCES = CopyTable(
         ("minimum_moves", "int4"),
         ("cooperative_episode", "bool"),
         ("disruptive", "bool"),
+        ("causes", "text"),  # JSON, cast on insert
+    ),
+)
+
+REPLACEMENTS = CopyTable(
+    "stage_static_replacements",
+    (
+        ("source_partition", "int4"),
+        ("source_offset", "int8"),
+        ("instance_id", "text"),
+        ("group_name", "text"),
+        ("generation", "int4"),
+        ("time", "timestamptz"),
+        ("old_member_id", "text"),
+        ("new_member_id", "text"),
     ),
 )
 

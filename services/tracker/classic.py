@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from services.store.batch import Generation, Member
+from services.store.batch import Generation, Member, StaticReplacement
 from services.tracker.churn import rebalance_timeout_ms
 from services.tracker.model import (
     Assignment,
@@ -83,16 +83,44 @@ def _emit(
     protocol = value["protocol"]
     snapshot = Snapshot(value["generation"], position, assignment, topics, protocol)
     snapshot.rebalance_timeout_ms = rebalance_timeout_ms(m.rebalance_timeout_ms for m in members)
+    snapshot.details = {
+        identity(m.member_id, m.group_instance_id): (
+            m.member_id,
+            m.client_id,
+            m.client_host,
+            m.session_timeout_ms,
+            m.rebalance_timeout_ms,
+        )
+        for m in members
+    }
     previous = tracker.last.get(group)
     if previous is not None and previous.generation == value["generation"]:
         # A static member rejoining within its session timeout: the coordinator
         # rewrites the group with a new member id but the same generation
-        # (KIP-345, ClassicGroup.replaceStaticMember). Not a rebalance.
+        # (KIP-345, ClassicGroup.replaceStaticMember). Not a rebalance, but kept for
+        # the timeline.
         snapshot.revoking_from = previous.revoking_from
         snapshot.forming_until = previous.forming_until
+        snapshot.pending = previous.pending
+        snapshot.since = previous.since
         tracker.last[group] = snapshot
+        for ident, d in sorted(snapshot.details.items()):
+            old = previous.details.get(ident)
+            if old is not None and old[0] != d[0] and ident != d[0]:
+                tracker.replacements.append(
+                    StaticReplacement(
+                        group,
+                        value["generation"],
+                        position.time,
+                        position.partition,
+                        position.offset,
+                        ident,
+                        old[0],
+                        d[0],
+                    )
+                )
         return
-    churn = tracker.advance(group, snapshot, "classic")
+    churn, causes = tracker.advance(group, snapshot, "classic")
     state_ms = value["current_state_timestamp"]
     repair = time_repair(state_ms, "current_state_timestamp", position.partition, position.offset)
     if repair is not None:
@@ -112,5 +140,6 @@ def _emit(
             state_time=to_datetime(state_ms),
             rebalance=churn,
             state="rebalancing" if snapshot.revoking_from is not None else None,
+            causes=causes,
         )
     )

@@ -145,7 +145,17 @@ def _generation(
     assignor = ",".join(sorted(assignors)) or "uniform"
     snapshot = Snapshot(epoch, position, assignment, topics, assignor)
     snapshot.rebalance_timeout_ms = rebalance_timeout_ms(m.rebalance_timeout_ms for m in members)
-    churn = tracker.advance(group, snapshot, "consumer", topic_ids)
+    snapshot.details = {
+        identity(m.member_id, m.group_instance_id): (
+            m.member_id,
+            m.client_id,
+            m.client_host,
+            None,  # the session timeout is the broker's, not in the records
+            m.rebalance_timeout_ms,
+        )
+        for m in members
+    }
+    churn, causes = tracker.advance(group, snapshot, "consumer", topic_ids)
     tracker.generations.append(
         Generation(
             group=group,
@@ -158,5 +168,6 @@ def _generation(
             protocol_type="consumer",
             assignor=assignor,
             rebalance=churn,
+            causes=causes,
         )
     )

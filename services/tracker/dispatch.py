@@ -21,7 +21,17 @@ if TYPE_CHECKING:
 # (tracker, record key, record value or None for a tombstone, position)
 Handler = Callable[["GenerationTracker", Mapping[str, Any], Any, Position], None]
 
+
+def offset_commit(
+    tracker: GenerationTracker, key: Mapping[str, Any], value: Any, position: Position
+) -> None:
+    """Types 0 and 1: the commit's time is evidence of a rebalance's causes."""
+    if value is not None:
+        tracker.commit(key["group"], key["topic"], key["partition"], position.time)
+
+
 HANDLERS: Mapping[str, Handler] = {
+    "offset_commit": offset_commit,  # 0, 1
     "group_metadata": classic.group_metadata,  # 2
     "consumer_group_metadata": consumer.group_metadata,  # 3
     "consumer_group_partition_metadata": consumer.partition_metadata,  # 4

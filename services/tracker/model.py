@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from services.store.batch import Repair
+from services.store.batch import Cause, Repair
 
 Assignment = dict[str, list[tuple[str, int]]]  # identity -> [(topic, partition)]
 
@@ -39,6 +39,16 @@ class Snapshot:
     # While the group is forming (members joining an empty group): the end of its first
     # rebalance timeout. None once it has formed, or when its formation was not seen.
     forming_until: datetime | None = None
+    # identity -> (member id, client id, host, session timeout ms, rebalance timeout ms):
+    # the evidence for a rebalance's causes (services/tracker/causes.py).
+    details: dict[str, MemberDetails] = field(default_factory=dict)
+    # Causes found in a cooperative episode's revocation rounds, reported at its end.
+    pending: list[Cause] = field(default_factory=list)
+    # Since when each partition has had its current owner (set by the tracker).
+    since: dict[tuple[str, int], datetime] = field(default_factory=dict)
+
+
+MemberDetails = tuple[str, str | None, str | None, int | None, int | None]
 
 
 MEMBER_FIELDS = (

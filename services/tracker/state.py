@@ -14,6 +14,7 @@ from dataclasses import asdict
 from datetime import datetime
 from typing import Any
 
+from services.store.batch import Cause
 from services.tracker.model import Kip848State, Position, Snapshot
 from services.tracker.tracker import GenerationTracker
 
@@ -42,6 +43,9 @@ def _snapshot(s: Snapshot | None) -> Any:
         "revoking_from": _snapshot(s.revoking_from),
         "rebalance_timeout_ms": s.rebalance_timeout_ms,
         "forming_until": None if s.forming_until is None else s.forming_until.isoformat(),
+        "details": s.details,
+        "pending": [c.as_dict() for c in s.pending],
+        "since": [[t, p, at.isoformat()] for (t, p), at in s.since.items()],
     }
 
 
@@ -57,6 +61,10 @@ def _load_snapshot(raw: Any) -> Snapshot:
         None if revoking_from is None else _load_snapshot(revoking_from),
         raw.get("rebalance_timeout_ms"),
         None if forming_until is None else datetime.fromisoformat(forming_until),
+        # The evidence of causes is absent in older files.
+        {m: tuple(d) for m, d in raw.get("details", {}).items()},
+        [Cause(**c) for c in raw.get("pending", [])],
+        {(t, p): datetime.fromisoformat(at) for t, p, at in raw.get("since", [])},
     )
 
 
@@ -69,6 +77,11 @@ def dump(tracker: GenerationTracker) -> dict[str, Any]:
             for g, k in tracker.kip848.items()
         },
         "topic_names": tracker.topic_names,
+        "commits": {
+            g: [[t, p, at.isoformat()] for (t, p), at in c.items()]
+            for g, c in tracker.commits.items()
+        },
+        "departed": tracker.departed,
     }
 
 
@@ -79,4 +92,9 @@ def load(raw: dict[str, Any]) -> GenerationTracker:
             **{**k, "epoch_position": _load_optional_position(k["epoch_position"])}
         )
     tracker.topic_names = dict(raw.get("topic_names", {}))  # absent in older files
+    tracker.commits = {
+        g: {(t, p): datetime.fromisoformat(at) for t, p, at in c}
+        for g, c in raw.get("commits", {}).items()
+    }
+    tracker.departed = {g: [tuple(d) for d in ds] for g, ds in raw.get("departed", {}).items()}
     return tracker

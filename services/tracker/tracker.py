@@ -12,10 +12,11 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
+from datetime import datetime
 from typing import Any
 
-from services.store.batch import Churn, Generation, GroupEvent, Repair
-from services.tracker import churn, dispatch
+from services.store.batch import Cause, Churn, Generation, GroupEvent, Repair, StaticReplacement
+from services.tracker import causes, churn, dispatch
 from services.tracker.model import Kip848State, Position, Snapshot
 
 
@@ -28,6 +29,13 @@ class GenerationTracker:
         self.generations: list[Generation] = []
         self.events: list[GroupEvent] = []
         self.repairs: list[Repair] = []  # of the drained generations' times
+        self.replacements: list[StaticReplacement] = []  # rebalanced nothing
+        # The evidence of rebalance causes (services/tracker/causes.py), kept between
+        # batches: each known group's partitions' last commit time, in log order, and
+        # the members that left without a replacement (identity, generation, client id,
+        # host).
+        self.commits: dict[str, dict[tuple[str, int], datetime]] = {}
+        self.departed: dict[str, list[tuple[str, int, str | None, str | None]]] = {}
         # Topic id -> name for the whole cluster, given by the caller (the tracker does no
         # I/O): used where a KIP-848 group's own partition metadata does not name an id.
         self.topic_names: dict[str, str] = {}
@@ -67,6 +75,16 @@ class GenerationTracker:
         self.generations, self.events = [], []
         return out
 
+    def commit(self, group: str, topic: str, partition: int, time: datetime | None) -> None:
+        """An offset commit of a group that has generations, in log order with its group
+        records (the last one before each group record is all the causes need)."""
+        if time is not None and (group in self.last or group in self.kip848):
+            self.commits.setdefault(group, {})[(topic, partition)] = time
+
+    def drain_replacements(self) -> list[StaticReplacement]:
+        out, self.replacements = self.replacements, []
+        return out
+
     def drain_repairs(self) -> list[Repair]:
         out, self.repairs = self.repairs, []
         return out
@@ -103,6 +121,8 @@ class GenerationTracker:
         )
         self.last.pop(group, None)
         self.kip848.pop(group, None)
+        self.commits.pop(group, None)
+        self.departed.pop(group, None)
 
     def advance(
         self,
@@ -110,25 +130,38 @@ class GenerationTracker:
         snapshot: Snapshot,
         group_type: str,
         topic_ids: Mapping[str, str] | None = None,
-    ) -> Churn | None:
+    ) -> tuple[Churn | None, list[Cause]]:
         """Make `snapshot` the group's last generation; the churn from the one before
-        (None for the group's first generation and for a revocation round). `topic_ids`
-        (name -> Kafka topic id) order a KIP-848 group's topics for its baseline."""
+        (None for the group's first generation and for a revocation round) and the
+        rebalance's causes (none where the churn is None; a revocation round's wait for
+        the episode's end in `snapshot.pending`). `topic_ids` (name -> Kafka topic id)
+        order a KIP-848 group's topics for its baseline."""
         previous = self.last.get(group)
         self.last[group] = snapshot
         snapshot.forming_until = churn.forming_until(previous, snapshot)
+        old = churn.owners(previous.assignment) if previous is not None else {}
+        snapshot.since = {
+            tp: previous.since.get(tp, snapshot.position.time)
+            if previous is not None and old.get(tp) == owner
+            else snapshot.position.time
+            for tp, owner in churn.owners(snapshot.assignment).items()
+        }
         if previous is None:
-            return None
+            return None, []
         before = (previous.revoking_from or previous).assignment
         measured = churn.rebalance(previous, snapshot, group_type, topic_ids)
         if measured.failure is not None:
             reason = measured.failure.reason
             self.baseline_failures[reason] += 1
             self.baseline_examples.setdefault(reason, f"group {group!r}: {measured.failure.detail}")
+        found = causes.rebalance_causes(self, group, previous, snapshot)
+        if previous.revoking_from is not None:
+            found = previous.pending + found
         if measured.churn is None:
-            return None
+            snapshot.pending = found
+            return None, []
         # The group's formation disrupts nobody; after it, the protocol's rule decides.
         disruptive = snapshot.forming_until is None and churn.disrupts(
             before, snapshot.assignment, measured.churn, group_type, snapshot.protocol
         )
-        return replace(measured.churn, disruptive=disruptive)
+        return replace(measured.churn, disruptive=disruptive), causes.settle(found)

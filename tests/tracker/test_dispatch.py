@@ -51,9 +51,11 @@ def test_record_types_without_a_handler_are_counted_by_type() -> None:
 
 
 def test_every_consumer_group_record_type_has_its_own_handler() -> None:
-    """Types 2-8 and 16, one handler each; none is counted as unknown."""
+    """Types 0-8 and 16, one handler each (offset commits time rebalance causes); none is
+    counted as unknown."""
     assert sorted(HANDLERS) == sorted(
         [
+            "offset_commit",
             "group_metadata",
             "consumer_group_metadata",
             "consumer_group_partition_metadata",
