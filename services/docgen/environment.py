@@ -138,6 +138,13 @@ VARIABLES: tuple[Variable, ...] = (
         development=True,
     ),
     Variable(
+        "GROUPSCOPE_BENCH_SIZING_SCALE",
+        "1",
+        "`python -m benchmarks sizing`: a factor on the groups and generations written "
+        "(below 1 for a quick run).",
+        development=True,
+    ),
+    Variable(
         "GROUPSCOPE_BENCH_CASES",
         "commits,rebalances,restart,broker",
         "`python -m benchmarks stream`: the cases to run.",
