@@ -25,17 +25,23 @@ from services.tracker.model import (
 )
 
 if TYPE_CHECKING:
+    from services.codec.types import (
+        GroupMetadataKey,
+        GroupMetadataValue,
+        Subscription,
+        TopicPartitions,
+    )
     from services.tracker.tracker import GenerationTracker
 
 
-def _flatten(topic_partitions: Iterable[Mapping[str, Any]]) -> list[tuple[str, int]]:
+def _flatten(topic_partitions: Iterable[TopicPartitions]) -> list[tuple[str, int]]:
     return [(tp["topic"], p) for tp in topic_partitions for p in tp["partitions"]]
 
 
 def group_metadata(
     tracker: GenerationTracker,
-    key: Mapping[str, Any],
-    value: Mapping[str, Any] | None,
+    key: GroupMetadataKey,
+    value: GroupMetadataValue | None,
     position: Position,
 ) -> None:
     group = key["group"]
@@ -47,12 +53,15 @@ def group_metadata(
     members, assignment, topics = [], {}, {}
     for m in value["members"]:
         ident = identity(m["member_id"], m["group_instance_id"])
-        sub = m["subscription"] if isinstance(m["subscription"], dict) else {}
-        asg = m["assignment"] if isinstance(m["assignment"], dict) else {}
-        assigned = _flatten(asg.get("assigned_partitions") or [])
+        # Not a dict: bytes of another protocol type, or that do not decode.
+        sub: Subscription | None = (
+            m["subscription"] if isinstance(m["subscription"], dict) else None
+        )
+        asg = m["assignment"] if isinstance(m["assignment"], dict) else None
+        assigned = _flatten((asg.get("assigned_partitions") if asg else None) or [])
         assignment[ident] = assigned
-        topics[ident] = tuple(sub.get("topics") or ())
-        owned = sub.get("owned_partitions")
+        topics[ident] = tuple((sub.get("topics") if sub else None) or ())
+        owned = sub.get("owned_partitions") if sub else None
         members.append(
             Member(
                 member_id=m["member_id"],
@@ -62,9 +71,9 @@ def group_metadata(
                 session_timeout_ms=m["session_timeout"],
                 rebalance_timeout_ms=m["rebalance_timeout"],
                 subscribed_topics=topics[ident],
-                rack=sub.get("rack_id"),
+                rack=sub.get("rack_id") if sub else None,
                 owned_partitions=by_topic(_flatten(owned)) if owned else None,
-                reported_generation=sub.get("generation_id"),
+                reported_generation=sub.get("generation_id") if sub else None,
                 assignment=by_topic(assigned),
             )
         )

@@ -13,8 +13,7 @@ these records. Each handler first makes sure the group has a `Kip848State`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from services.store.batch import Generation, Member
 from services.tracker.churn import rebalance_timeout_ms
@@ -29,17 +28,30 @@ from services.tracker.model import (
 )
 
 if TYPE_CHECKING:
+    from services.codec.types import (
+        ConsumerGroupKey,
+        ConsumerGroupMemberKey,
+        ConsumerGroupMemberMetadataValue,
+        ConsumerGroupMetadataValue,
+        ConsumerGroupPartitionMetadataValue,
+        ConsumerGroupRegularExpressionKey,
+        ConsumerGroupRegularExpressionValue,
+        ConsumerGroupTargetAssignmentMemberValue,
+        ConsumerGroupTargetAssignmentMetadataValue,
+    )
     from services.tracker.tracker import GenerationTracker
 
-Key = Mapping[str, Any]
-Value = Mapping[str, Any] | None
 
-
-def _state(tracker: GenerationTracker, key: Key) -> Kip848State:
+def _state(tracker: GenerationTracker, key: ConsumerGroupKey) -> Kip848State:
     return tracker.kip848.setdefault(key["group_id"], Kip848State())
 
 
-def group_metadata(tracker: GenerationTracker, key: Key, value: Value, at: Position) -> None:
+def group_metadata(
+    tracker: GenerationTracker,
+    key: ConsumerGroupKey,
+    value: ConsumerGroupMetadataValue | None,
+    at: Position,
+) -> None:
     """Type 3: the group epoch; a tombstone deletes the group."""
     state = _state(tracker, key)
     if value is None:
@@ -48,7 +60,12 @@ def group_metadata(tracker: GenerationTracker, key: Key, value: Value, at: Posit
     state.epoch, state.epoch_position = value["epoch"], at
 
 
-def partition_metadata(tracker: GenerationTracker, key: Key, value: Value, at: Position) -> None:
+def partition_metadata(
+    tracker: GenerationTracker,
+    key: ConsumerGroupKey,
+    value: ConsumerGroupPartitionMetadataValue | None,
+    at: Position,
+) -> None:
     """Type 4: the names and partition counts of the subscribed topics' ids."""
     state = _state(tracker, key)
     if value is None:
@@ -58,17 +75,25 @@ def partition_metadata(tracker: GenerationTracker, key: Key, value: Value, at: P
         state.partition_counts[topic["topic_name"]] = topic["num_partitions"]
 
 
-def member_metadata(tracker: GenerationTracker, key: Key, value: Value, at: Position) -> None:
+def member_metadata(
+    tracker: GenerationTracker,
+    key: ConsumerGroupMemberKey,
+    value: ConsumerGroupMemberMetadataValue | None,
+    at: Position,
+) -> None:
     """Type 5: a member joins or changes (its subscription, rack, ...); a tombstone: leaves."""
     state = _state(tracker, key)
     if value is None:
         state.members.pop(key["member_id"], None)
     else:
-        state.members[key["member_id"]] = {f: value[f] for f in MEMBER_FIELDS}
+        state.members[key["member_id"]] = {f: v for f, v in value.items() if f in MEMBER_FIELDS}
 
 
 def target_assignment_metadata(
-    tracker: GenerationTracker, key: Key, value: Value, at: Position
+    tracker: GenerationTracker,
+    key: ConsumerGroupKey,
+    value: ConsumerGroupTargetAssignmentMetadataValue | None,
+    at: Position,
 ) -> None:
     """Type 6: the target assignment of an epoch is complete: one generation."""
     state = _state(tracker, key)
@@ -78,7 +103,10 @@ def target_assignment_metadata(
 
 
 def target_assignment_member(
-    tracker: GenerationTracker, key: Key, value: Value, at: Position
+    tracker: GenerationTracker,
+    key: ConsumerGroupMemberKey,
+    value: ConsumerGroupTargetAssignmentMemberValue | None,
+    at: Position,
 ) -> None:
     """Type 7: a member's target partitions (by topic id)."""
     state = _state(tracker, key)
@@ -89,14 +117,19 @@ def target_assignment_member(
 
 
 def current_member_assignment(
-    tracker: GenerationTracker, key: Key, value: Value, at: Position
+    tracker: GenerationTracker, key: ConsumerGroupMemberKey, value: object, at: Position
 ) -> None:
     """Type 8: what a member owns while it converges on its target. Generations are
     measured on target assignments, so only the group's state is kept."""
     _state(tracker, key)
 
 
-def regular_expression(tracker: GenerationTracker, key: Key, value: Value, at: Position) -> None:
+def regular_expression(
+    tracker: GenerationTracker,
+    key: ConsumerGroupRegularExpressionKey,
+    value: ConsumerGroupRegularExpressionValue | None,
+    at: Position,
+) -> None:
     """Type 16: the topics the coordinator resolved a subscription regex to (Kafka 4.x)."""
     state = _state(tracker, key)
     if value is None:

@@ -16,14 +16,17 @@ from services.tracker import classic, consumer
 from services.tracker.model import Position
 
 if TYPE_CHECKING:
+    from services.codec.types import OffsetCommitKey
     from services.tracker.tracker import GenerationTracker
 
-# (tracker, record key, record value or None for a tombstone, position)
-Handler = Callable[["GenerationTracker", Mapping[str, Any], Any, Position], None]
+# (tracker, record key, record value or None for a tombstone, position). Each handler
+# types its key and value with the record's TypedDicts (services.codec.types); the codec
+# hands them over as its generic dicts.
+Handler = Callable[["GenerationTracker", Any, Any, Position], None]
 
 
 def offset_commit(
-    tracker: GenerationTracker, key: Mapping[str, Any], value: Any, position: Position
+    tracker: GenerationTracker, key: OffsetCommitKey, value: object, position: Position
 ) -> None:
     """Types 0 and 1: the commit's time is evidence of a rebalance's causes."""
     if value is not None:

@@ -8,9 +8,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from services.store.batch import Cause, Repair
+
+if TYPE_CHECKING:
+    from services.codec.types import TopicIdPartitions
 
 Assignment = dict[str, list[tuple[str, int]]]  # identity -> [(topic, partition)]
 
@@ -72,7 +75,7 @@ class Kip848State:
     topic_names: dict[str, str] = field(default_factory=dict)
     partition_counts: dict[str, int] = field(default_factory=dict)
     members: dict[str, dict[str, Any]] = field(default_factory=dict)
-    targets: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    targets: dict[str, list[TopicIdPartitions]] = field(default_factory=dict)
     regexes: dict[str, list[str]] = field(default_factory=dict)  # regex -> resolved topics
 
     def subscribed(self, member: Mapping[str, Any]) -> tuple[str, ...]:
