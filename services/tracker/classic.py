@@ -20,6 +20,7 @@ from services.tracker.model import (
     Snapshot,
     by_topic,
     identity,
+    member_details,
     time_repair,
     to_datetime,
 )
@@ -92,16 +93,7 @@ def _emit(
     protocol = value["protocol"]
     snapshot = Snapshot(value["generation"], position, assignment, topics, protocol)
     snapshot.rebalance_timeout_ms = rebalance_timeout_ms(m.rebalance_timeout_ms for m in members)
-    snapshot.details = {
-        identity(m.member_id, m.group_instance_id): (
-            m.member_id,
-            m.client_id,
-            m.client_host,
-            m.session_timeout_ms,
-            m.rebalance_timeout_ms,
-        )
-        for m in members
-    }
+    snapshot.details = member_details(members)
     previous = tracker.last.get(group)
     if previous is not None and previous.generation == value["generation"]:
         # A static member rejoining within its session timeout: the coordinator

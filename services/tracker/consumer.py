@@ -25,6 +25,7 @@ from services.tracker.model import (
     Snapshot,
     by_topic,
     identity,
+    member_details,
 )
 
 if TYPE_CHECKING:
@@ -178,16 +179,7 @@ def _generation(
     assignor = ",".join(sorted(assignors)) or "uniform"
     snapshot = Snapshot(epoch, position, assignment, topics, assignor)
     snapshot.rebalance_timeout_ms = rebalance_timeout_ms(m.rebalance_timeout_ms for m in members)
-    snapshot.details = {
-        identity(m.member_id, m.group_instance_id): (
-            m.member_id,
-            m.client_id,
-            m.client_host,
-            None,  # the session timeout is the broker's, not in the records
-            m.rebalance_timeout_ms,
-        )
-        for m in members
-    }
+    snapshot.details = member_details(members)
     churn, causes = tracker.advance(group, snapshot, "consumer", topic_ids)
     tracker.generations.append(
         Generation(

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from services.store.batch import Cause, Repair
+from services.store.batch import Cause, Member, Repair
 
 if TYPE_CHECKING:
     from services.codec.types import TopicIdPartitions
@@ -52,6 +52,21 @@ class Snapshot:
 
 
 MemberDetails = tuple[str, str | None, str | None, int | None, int | None]
+
+
+def member_details(members: Iterable[Member]) -> dict[str, MemberDetails]:
+    """identity -> a generation's evidence for causes of each member (a KIP-848 member's
+    session timeout is the broker's, not in the records: None)."""
+    return {
+        identity(m.member_id, m.group_instance_id): (
+            m.member_id,
+            m.client_id,
+            m.client_host,
+            m.session_timeout_ms,
+            m.rebalance_timeout_ms,
+        )
+        for m in members
+    }
 
 
 MEMBER_FIELDS = (
