@@ -46,6 +46,18 @@ REBALANCES = (
     "WHERE group_name = ${group:sqlstring} AND $__timeFilter(time) ORDER BY time"
 )
 
+# One row per rebalance: its causes (possible ones marked "?") and their explanations;
+# causes is NULL for rebalances stored before revision 0006.
+CAUSES = (
+    "SELECT time, generation, moves_actual AS moved, disruptive, CASE WHEN causes IS NULL "
+    "THEN 'not recorded' ELSE coalesce((SELECT string_agg((c->>'cause') || CASE WHEN "
+    "(c->>'possible')::boolean THEN '?' ELSE '' END, ', ') FROM "
+    "jsonb_array_elements(causes) c), 'unknown') END AS causes, (SELECT "
+    "string_agg(c->>'explanation', '; ') FROM jsonb_array_elements(causes) c) AS "
+    "explanation FROM group_timeline WHERE group_name = ${group:sqlstring} AND "
+    "moves_actual IS NOT NULL AND $__timeFilter(time) ORDER BY time DESC LIMIT 500"
+)
+
 
 def build() -> builders.Dashboard:
     return (
@@ -250,7 +262,10 @@ def build() -> builders.Dashboard:
                     ),
                     in_a_storm('group="$group"', "in a storm"),
                     prom(
-                        'increase(groupscope_group_rebalances_total{group="$group"}[$__rate_interval])',
+                        # Summed over cause before increase(): a cause's series starts at
+                        # its first rebalance, which its own increase() would miss.
+                        "increase(sum(groupscope_group_rebalances_total"
+                        '{group="$group"})[$__rate_interval:])',
                         "all rebalances",
                     ),
                 ],
@@ -301,6 +316,42 @@ def build() -> builders.Dashboard:
                         ),
                     ),
                 ],
+            )
+        )
+        .with_panel(
+            timeseries_panel(
+                "Rebalances by cause",
+                (
+                    "Recorded rebalances so far, each counted once under its primary "
+                    "cause: the first of scale_out, scale_in, restart, session_timeout, "
+                    "poll_timeout, subscription_change and partitions_added that its "
+                    "causes settle, else unknown (only possible causes, or stored "
+                    "before causes were). A band that grows is a cause that keeps "
+                    "recurring; the table beside lists each rebalance."
+                ),
+                [
+                    prom(
+                        'sum by (cause) (groupscope_group_rebalances_total{group="$group"})',
+                        "{{cause}}",
+                    )
+                ],
+                (8, 8),
+                step=True,
+                stacked=True,
+            )
+        )
+        .with_panel(
+            table_panel(
+                "Rebalance causes (history store)",
+                (
+                    "Why each rebalance in the time range happened (group_timeline's "
+                    "causes): every cause the evidence settles, and those it leaves "
+                    "possible marked with a ?, never a guess; the explanations name "
+                    "the members and timeouts. The same as the CAUSES column of "
+                    "`groupscope postmortem GROUP`."
+                ),
+                [Sql(CAUSES)],
+                (16, 8),
             )
         )
         .with_row(row("Churn: moves against the sticky baseline and the minimum"))

@@ -2,9 +2,10 @@
 
 One table drives the exposition (HELP and TYPE lines), docs/metrics.md (`make docs`)
 and the tests that check the alert rules and dashboards only use metrics that exist.
-Labels are bounded (docs/architecture.md, "Contracts"): group, topic, and partition only behind
-`--per-partition`; never a member id. Time series follow Prometheus conventions:
-counters end in `_total`, durations are in seconds, timestamps are Unix seconds.
+Labels are bounded (docs/architecture.md, "Contracts"): group, topic, a rebalance cause
+from a fixed list, and partition only behind `--per-partition`; never a member id. Time
+series follow Prometheus conventions: counters end in `_total`, durations are in
+seconds, timestamps are Unix seconds.
 """
 
 from __future__ import annotations
@@ -56,10 +57,16 @@ METRICS: tuple[Metric, ...] = (
     Metric(
         "group_rebalances_total",
         "counter",
-        GROUP,
+        ("group", "cause"),
         "Rebalances recorded, disruptive or not (a cooperative two-round episode counts "
         "once): the group's formation and rebalances that took nothing from a running "
-        "member included.",
+        "member included. cause: the first of scale_out, scale_in, restart, "
+        "session_timeout, poll_timeout, subscription_change and partitions_added that "
+        "the rebalance's causes settle (not merely possible), else unknown (also for "
+        "rebalances stored before causes were); the series of a cause appears at its "
+        "first rebalance (cause=unknown at 0 for a group that never rebalanced), so "
+        "count a group's rebalances with the sum over cause (the rule "
+        "group:groupscope_rebalances:sum) before increase().",
     ),
     Metric(
         "group_disruptive_rebalances_total",

@@ -21,6 +21,7 @@ from services.exporter.catalogue import BY_NAME, METRICS, PREFIX, Metric
 from services.exporter.lag import LagResult
 from services.exporter.lagstatus import ERR
 from services.exporter.snapshot import StoreSnapshot
+from services.store.batch import CAUSES
 
 Sample = tuple[str, float | int]  # (rendered label set, value)
 SERIES = BY_NAME[PREFIX + "exporter_series"]
@@ -229,8 +230,7 @@ def _families(
             f["group_members"].append((gl, g.members or 0))
             f["group_assigned_partitions"].append((gl, g.partitions or 0))
         totals = snap.rebalances.get(g.name)
-        rebalances = totals.rebalances if totals else 0
-        f["group_rebalances_total"].append((gl, rebalances))
+        f["group_rebalances_total"].extend(_by_cause(g.name, snap.rebalance_causes.get(g.name)))
         f["group_disruptive_rebalances_total"].append((gl, totals.disruptive if totals else 0))
         for kind, value in (
             ("actual", totals.moved if totals else 0),
@@ -274,6 +274,15 @@ def _families(
         f["pipeline_degraded"].append((sl, int(p.degraded)))
         f["pipeline_log_resets_total"].append((sl, p.log_resets_total))
     return f
+
+
+def _by_cause(group: str, counts: dict[str, int] | None) -> list[Sample]:
+    """A group's rebalances by primary cause, in CAUSES order: a sample per cause seen,
+    or `cause="unknown"` 0 for a group that never rebalanced, so that every group has a
+    series and the samples sum to its rebalances."""
+    counts = counts or {}
+    seen = [(c, counts[c]) for c in CAUSES if counts.get(c)] or [("unknown", 0)]
+    return [(f'{{group="{escape(group)}",cause="{c}"}}', n) for c, n in seen]
 
 
 def _offset_families(

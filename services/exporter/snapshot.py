@@ -1,9 +1,10 @@
 """Read what the exporter publishes from the history store, in a few set-based queries.
 
-Each refresh reads every group's latest generation, its rebalance totals, its last
-rebalance, the committed offsets, the decode failures by category and the pipeline's
-status. Nothing is kept per scrape: a refresh builds a `StoreSnapshot`, and the
-exposition is rendered from it once (`services.exporter.exposition`).
+Each refresh reads every group's latest generation, its rebalance totals (and their
+count by primary cause), its last rebalance, the committed offsets, the decode failures
+by category and the pipeline's status. Nothing is kept per scrape: a refresh builds a
+`StoreSnapshot`, and the exposition is rendered from it once
+(`services.exporter.exposition`).
 
 The committed offsets are the big part (10,000 groups x 50 partitions = 500,000 rows),
 so they travel as packed binary arrays and land in numpy arrays, not Python objects.
@@ -20,6 +21,7 @@ import psycopg
 from sqlalchemy import Engine
 from sqlalchemy.exc import DBAPIError
 
+from services.store.batch import CAUSES
 from services.store.database import psycopg_connection
 from services.store.errors import SchemaOutdatedError, StoreUnavailableError, first_line
 
@@ -44,6 +46,26 @@ SELECT group_name, count(*), sum(partitions_moved), coalesce(sum(baseline_moves)
     count(*) FILTER (WHERE disruptive)
 FROM rebalances
 GROUP BY group_name
+"""
+
+# Each rebalance counted under its primary cause (`services.store.batch.primary_cause`):
+# its first settled cause in CAUSES order, else unknown (and unknown for the rows stored
+# before revision 0006, whose causes are NULL). Only names in CAUSES count, so the
+# exporter's `cause` label stays bounded.
+REBALANCE_CAUSES = """
+SELECT r.group_name, coalesce((
+        SELECT c->>'cause'
+        FROM jsonb_array_elements(
+            CASE WHEN jsonb_typeof(r.causes) = 'array' THEN r.causes ELSE '[]'::jsonb END
+        ) c
+        WHERE c->>'cause' = ANY(%(causes)s::text[])
+            AND NOT (CASE WHEN jsonb_typeof(c->'possible') = 'boolean'
+                THEN (c->>'possible')::boolean ELSE false END)
+        ORDER BY array_position(%(causes)s::text[], c->>'cause')
+        LIMIT 1
+    ), 'unknown') AS cause, count(*)
+FROM rebalances r
+GROUP BY 1, 2
 """
 
 LAST_REBALANCES = """
@@ -214,6 +236,8 @@ class StoreSnapshot:
     failures: list[tuple[str, int]]
     pipeline: list[PipelineRow]
     offsets: Offsets
+    # group -> primary cause -> rebalances (see REBALANCE_CAUSES); sums to `rebalances`
+    rebalance_causes: dict[str, dict[str, int]] = field(default_factory=dict)
 
 
 def read_snapshot(
@@ -239,6 +263,10 @@ def read_snapshot(
                 groups = [GroupRow(*row) for row in cur.fetchall()]
                 cur.execute(REBALANCES, {"window": storm_window_s, "now": now})
                 totals = {r[0]: RebalanceTotals(*r[1:]) for r in cur.fetchall()}
+                cur.execute(REBALANCE_CAUSES, {"causes": list(CAUSES)})
+                causes: dict[str, dict[str, int]] = {}
+                for group, cause, n in cur.fetchall():
+                    causes.setdefault(group, {})[cause] = n
                 cur.execute(LAST_REBALANCES)
                 last = {r[0]: LastRebalance(*r[1:]) for r in cur.fetchall()}
                 cur.execute(FAILURES)
@@ -250,7 +278,7 @@ def read_snapshot(
         raise StoreUnavailableError(
             f"the history store could not be read: {first_line(exc)}"
         ) from exc
-    return StoreSnapshot(now.timestamp(), groups, totals, last, failures, pipeline, offsets)
+    return StoreSnapshot(now.timestamp(), groups, totals, last, failures, pipeline, offsets, causes)
 
 
 def _require_revision(cur: psycopg.Cursor, schema: str) -> None:

@@ -27,6 +27,10 @@ WIDTH = 120
 CLIENT_WIDTH = 14
 SUFFIX = 4
 SHORT_WIDTH = CLIENT_WIDTH + 1 + SUFFIX
+# Widest CAUSES cell of the default table ("restart session_timeout?"), and the least it
+# gets when the other columns are wide ("session_timeout +2").
+CAUSES_WIDTH = 24
+MIN_CAUSES_WIDTH = 18
 # Longest name (group, member, client id, host, assignor) a table shows in full.
 NAME_WIDTH = 40
 _ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
@@ -158,7 +162,13 @@ def timeline_text(group: str, entries: Sequence[TimelineEntry], wide: bool = Fal
             f"to {seconds(entries[-1].time)}; assignor {', '.join(assignors[:3])}"
             f"{' ...' if len(assignors) > 3 else ''}\n{moves}"
         )
-        return f"{summary}\n\n{_compact_table(group, entries)}"
+        hint = (
+            "\n\nCAUSES: ? after a possible cause (+2?: two more possible), =member: a static "
+            "member replaced\nwithout a rebalance; --wide or --json explains each."
+            if any(e.causes or e.replaced_without_rebalance for e in entries)
+            else ""
+        )
+        return f"{summary}\n\n{_compact_table(group, entries)}{hint}"
     summary = (
         f"group {printable(group)}: {len(entries)} generations from {iso(entries[0].time)} "
         f"to {iso(entries[-1].time)}; {moves}"
@@ -204,6 +214,39 @@ def _causes_text(e: TimelineEntry) -> str:
     return " ".join(parts)
 
 
+def _causes_short(e: TimelineEntry, width: int) -> str:
+    """The causes in at most `width` characters: settled causes, then possible ones with
+    `?`, then static members replaced without a rebalance (`=member`); when that is too
+    long, the possible ones and the replacements as counts (`restart +2?`, `3 possible`,
+    `=2`), else the first cause and how many more (`session_timeout +2`). `-`: none."""
+    causes = e.causes or []
+    settled = list(dict.fromkeys(c["cause"] for c in causes if not c.get("possible")))
+    possible = [
+        c
+        for c in dict.fromkeys(c["cause"] for c in causes if c.get("possible"))
+        if c not in settled
+    ]
+    replaced = [f"={name(r['member'], SHORT_WIDTH)}" for r in e.replaced_without_rebalance]
+    counted = [
+        *settled,
+        *((f"+{len(possible)}?" if settled else f"{len(possible)} possible",) if possible else ()),
+        *((f"={len(replaced)}",) if replaced else ()),
+    ]
+    full = [*settled, *(f"{c}?" for c in possible), *replaced]
+    first = [*full[:1], f"+{len(full) - 1}"] if len(full) > 1 else full
+    for parts in (full, counted, first):
+        text = " ".join(parts)
+        if len(text) <= width:
+            return text or "-"
+    return name(text, width)
+
+
+def _possible_count(settled: list[str], possible: list[str]) -> list[str]:
+    if not possible:
+        return []
+    return [f"{'+' if settled else ''}{len(possible)} possible"]
+
+
 def _explanations(entries: Sequence[TimelineEntry]) -> str:
     """One line per cause, under the table: generation, cause, explanation."""
     lines = [
@@ -229,6 +272,7 @@ COMPACT_HEADERS = (
     "DISRUPTS",
     "SINCE",
     "COMMITTED",
+    "CAUSES",
     "JOINED (+) / LEFT (-)",
 )
 
@@ -250,8 +294,15 @@ def _compact_table(group: str, entries: Sequence[TimelineEntry]) -> str:
         for e in entries
     ]
     widths = [max(len(_cell(r[i])) for r in rows) for i in range(len(rows[0]))]
-    used = sum(max(w, len(h)) for w, h in zip(widths, COMPACT_HEADERS[:-1], strict=True))
-    budget = max(WIDTH - used - 2 * (len(COMPACT_HEADERS) - 1), len("+999 -999"))
+    used = sum(max(w, len(h)) for w, h in zip(widths, COMPACT_HEADERS[:-2], strict=True))
+    # What the two last columns share: CAUSES takes up to CAUSES_WIDTH of it, leaving
+    # JOINED / LEFT at least its header's width.
+    room = WIDTH - used - 2 * (len(COMPACT_HEADERS) - 1)
+    causes_width = min(CAUSES_WIDTH, max(room - len(COMPACT_HEADERS[-1]), MIN_CAUSES_WIDTH))
+    for row, e in zip(rows, entries, strict=True):
+        row.append(_causes_short(e, causes_width))
+    causes_used = max(len(COMPACT_HEADERS[-2]), *(len(str(r[-1])) for r in rows))
+    budget = max(room - causes_used, len("+999 -999"))
     for row, e in zip(rows, entries, strict=True):
         row.append(_membership_short(e.joined, e.left, labels, budget))
     return table(COMPACT_HEADERS, rows)

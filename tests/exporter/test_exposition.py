@@ -3,23 +3,27 @@ own parser: every value is one the store's rows imply."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
-from sqlalchemy import Engine
+from sqlalchemy import Engine, text
 
 from services.exporter.catalogue import BY_NAME, METRICS
 from services.exporter.exposition import ExporterStats, Options, render
 from services.exporter.lag import LagResult
 from services.exporter.snapshot import read_snapshot
 from services.store.batch import (
+    CAUSES,
     BatchHealth,
+    Cause,
     DecodeFailure,
     GroupEvent,
     OffsetCommit,
     PipelineReport,
+    primary_cause,
 )
 from services.store.repository import HistoryStore
 from tests.fixtures.batches import SOURCE, batch, churn, generation, member
@@ -44,6 +48,21 @@ def commit(group: str, partition: int, offset: int | None, source_offset: int, c
     )
 
 
+SESSION = Cause("session_timeout", "a-1 stopped committing 45 s before")
+RESTART = Cause("restart", "a-2 replaced a-1")
+POLL = Cause("poll_timeout", "may have exceeded max.poll.interval.ms", possible=True)
+SCALE_IN = Cause("scale_in", "may have left", possible=True)
+# crashy's six rebalances, and the primary cause each must count under.
+CRASH_CAUSES = [
+    (SESSION, RESTART),  # restart: the first settled one in CAUSES order
+    (RESTART,),  # restart
+    (POLL, SCALE_IN),  # only possible causes: unknown
+    (),  # none: unknown
+    (POLL, RESTART),  # restart (a possible cause never counts)
+    (Cause("a_cause_from_the_future", "not in CAUSES"), SESSION),  # session_timeout
+]
+
+
 @pytest.fixture
 def seeded(store_engine: Engine) -> Engine:
     store = HistoryStore(store_engine)
@@ -60,6 +79,7 @@ def seeded(store_engine: Engine) -> Engine:
         )
         for g in range(1, 8)
     ]  # seven generations within 7 minutes: six rebalances
+    crash = [replace(g, causes=CRASH_CAUSES[i - 1]) if i else g for i, g in enumerate(crash)]
     # A KIP-848 group forming, then losing members: six epochs within two minutes, none
     # taking partitions from a running member.
     forming = [
@@ -182,7 +202,7 @@ def test_group_state_generation_and_members(seeded: Engine) -> None:
 
 def test_rebalances_moves_churn_and_storm(seeded: Engine) -> None:
     s = scrape(seeded)
-    assert value(s, "group_rebalances_total", group="billing") == 2
+    assert value(s, "group_rebalances_total", group="billing", cause="unknown") == 2
     assert value(s, "group_partition_moves_total", group="billing", kind="actual") == 4
     assert value(s, "group_partition_moves_total", group="billing", kind="baseline") == 3
     assert value(s, "group_partition_moves_total", group="billing", kind="minimum") == 2
@@ -196,7 +216,7 @@ def test_rebalances_moves_churn_and_storm(seeded: Engine) -> None:
     assert value(s, "group_storm", group="crashy") == 1
     assert value(s, "group_disruptive_rebalances_total", group="crashy") == 6
     # Five rebalances within the window, none disruptive: recorded, but no storm.
-    assert value(s, "group_rebalances_total", group="forming") == 5
+    assert value(s, "group_rebalances_total", group="forming", cause="unknown") == 5
     assert value(s, "group_disruptive_rebalances_total", group="forming") == 0
     assert value(s, "group_rebalances_in_storm_window", group="forming") == 0
     assert value(s, "group_storm", group="forming") == 0
@@ -206,6 +226,48 @@ def test_rebalances_moves_churn_and_storm(seeded: Engine) -> None:
     assert value(s, "group_last_rebalance_timestamp_seconds", group="crashy") == (
         ago(1).timestamp()
     )
+
+
+def test_rebalances_count_once_under_their_primary_cause(seeded: Engine) -> None:
+    """One sample per cause seen, each rebalance under its first settled cause (NULL
+    causes, stored before revision 0006, as unknown), and the samples sum to the
+    group's rebalances."""
+    with seeded.begin() as conn:  # billing's first rebalance, as stored before 0006
+        conn.execute(text("UPDATE rebalances SET causes = NULL WHERE group_name = 'billing'"))
+        conn.execute(
+            text(
+                'UPDATE rebalances SET causes = \'[{"cause": "scale_out", '
+                '"explanation": "app-3 joined", "possible": false}]\' '
+                "WHERE group_name = 'billing' AND to_generation = 3"
+            )
+        )
+    s = scrape(seeded)
+    by_cause = {
+        (dict(labels)["group"], dict(labels)["cause"]): v
+        for (name, labels), v in s.items()
+        if name == "groupscope_group_rebalances_total"
+    }
+    assert {k: v for k, v in by_cause.items() if k[0] == "crashy"} == {
+        ("crashy", "session_timeout"): 1,
+        ("crashy", "restart"): 3,
+        ("crashy", "unknown"): 2,
+    }
+    expected = {c: 0 for c in CAUSES}
+    for causes in CRASH_CAUSES:
+        expected[primary_cause(causes)] += 1
+    assert {c: n for c, n in expected.items() if n} == {
+        c: n for (g, c), n in by_cause.items() if g == "crashy"
+    }
+    assert by_cause[("billing", "unknown")] == 1
+    assert by_cause[("billing", "scale_out")] == 1
+    assert by_cause[("forming", "unknown")] == 5  # stored with no causes
+    assert by_cause[("idle", "unknown")] == 0  # never rebalanced: one series, at 0
+    assert {c for _, c in by_cause} <= set(CAUSES)
+    snapshot = read_snapshot(seeded, 600, NOW)
+    for group in {g for g, _ in by_cause}:
+        total = sum(v for (g, _), v in by_cause.items() if g == group)
+        rebalances = snapshot.rebalances.get(group)
+        assert total == (rebalances.rebalances if rebalances else 0), group
 
 
 def test_commits_count_superseded_ones_once(seeded: Engine) -> None:
@@ -256,6 +318,7 @@ def test_no_member_ids_in_labels(seeded: Engine) -> None:
         "protocol",
         "assignor",
         "state",
+        "cause",
     }
     assert not any("a-1" in v for _, labels in s for _, v in labels)
 

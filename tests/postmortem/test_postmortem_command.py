@@ -316,3 +316,49 @@ def test_a_restarted_static_member_keeps_its_short_name(run: Run, database_url: 
     assert status == 0, err
     rows = out.splitlines()[-3:]
     assert [row.split()[-1] for row in rows] == ["-ledger-a", "+ledger-a", "-consumer-2#4e5f"]
+
+
+def test_the_causes_column_fits_120_columns(run: Run, database_url: str) -> None:
+    """The crash loop with the causes the tracker gives it (a restart, the timeouts left
+    possible): the default table shows them short and still fits 120 columns; --wide
+    explains each, and --json keeps them whole."""
+    from dataclasses import replace
+
+    from services.store.batch import Cause
+
+    group = "payments-settlement-eu-west-1"
+    gone = (
+        f"consumer-{group}-0-00000066-1b2c-4d5e-8f90-0000000c5e3a (consumer-{group}-0 @ /10.0.0.7)"
+    )
+    crash = (
+        Cause("restart", f"{gone} came back"),
+        Cause("session_timeout", f"{gone} may have timed out", possible=True),
+        Cause("poll_timeout", f"{gone} may have exceeded max.poll.interval.ms", possible=True),
+    )
+    causes = [(), crash, crash[:2], (Cause("scale_out", "members joined"),), crash[1:]]
+    generations = [
+        replace(g, causes=c) for g, c in zip(crash_loop_history(group), causes, strict=True)
+    ]
+    write(database_url, batch(1, generations=generations))
+    status, out, err = run("postmortem", group)
+    assert status == 0, err
+    lines = out.splitlines()
+    assert max(len(line) for line in lines) <= 120, out
+    assert "CAUSES" in lines[3]
+    start = lines[3].index("CAUSES")
+    cells = [row[start:].split("  ")[0] for row in lines[4:9]]
+    assert cells == [
+        "-",
+        "restart +2?",
+        "restart +1?",
+        "scale_out",
+        "2 possible",
+    ]
+    assert "--wide or --json explains each" in out
+    status, wide, _ = run("postmortem", group, "--wide")
+    assert status == 0
+    assert "restart session_timeout? poll_timeout?" in wide
+    assert f"gen 2: poll_timeout (possible): {gone} may have exceeded" in wide
+    gens = run_json(run, "postmortem", group)["generations"]
+    assert "causes" not in gens[0]
+    assert gens[1]["causes"] == [c.as_dict() for c in crash]
