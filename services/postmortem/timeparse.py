@@ -6,13 +6,11 @@ relative times use the same units: s, m, h, d, w, and may combine (`1h30m`).
 
 from __future__ import annotations
 
-import re
 from datetime import UTC, datetime, timedelta
 from typing import overload
 
-_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86_400, "w": 604_800}
-_PART = re.compile(r"(\d+(?:\.\d+)?)([smhdw])")
-_DURATION = re.compile(r"(?:\d+(?:\.\d+)?[smhdw])+")
+from services.durations import units_ms
+
 # A century: history older than that does not exist, and `--since 99999999999d` would
 # overflow timedelta (and `now - it` datetime) with a traceback.
 MAX_DURATION = timedelta(days=36_525)
@@ -20,10 +18,10 @@ MAX_DURATION = timedelta(days=36_525)
 
 def parse_duration(text: str) -> timedelta:
     """`10m`, `1h30m`, `2d` → a positive timedelta up to a century; ValueError otherwise."""
-    value = text.strip().lower()
-    if not _DURATION.fullmatch(value):
+    ms = units_ms(text)
+    if ms is None:
         raise ValueError(f"not a duration: {text!r} (use forms like 90s, 10m, 2h, 1d, 1h30m)")
-    seconds = sum(float(n) * _UNITS[unit] for n, unit in _PART.findall(value))
+    seconds = ms / 1000
     if seconds > MAX_DURATION.total_seconds():
         raise ValueError(f"too long: {text!r} (at most 36525d, a century)")
     duration = timedelta(seconds=seconds)
@@ -38,7 +36,7 @@ def parse_time(text: str, *, now: datetime | None = None) -> datetime:
     now = now or datetime.now(UTC)
     if value.lower() == "now":
         return now
-    if _DURATION.fullmatch(value.lower()):
+    if units_ms(value) is not None:
         return now - parse_duration(value)
     try:
         moment = datetime.fromisoformat(value)
