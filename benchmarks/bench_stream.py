@@ -13,7 +13,8 @@ first batch begins (Python, the embedded PostgreSQL, the JVM, query start), the 
 Environment: GROUPSCOPE_BENCH_RECORDS (default 20,000,000), GROUPSCOPE_BENCH_FILES
 (records per replay file, default 1,000,000), GROUPSCOPE_BENCH_BACKLOG (records left
 behind for the restart case, default 4,000,000), GROUPSCOPE_BENCH_CASES (default
-commits,rebalances,restart,broker).
+commits,rebalances,restart,broker; `sources` compares both Kafka sources on Apache Kafka
+itself, GROUPSCOPE_BENCH_SOURCES choosing them, default kafka,spark-kafka).
 """
 
 from __future__ import annotations
@@ -299,49 +300,76 @@ def report_throughput(label: str, total: int, run: Run) -> None:
     print(f"  timeline: {timeline(run)}", flush=True)
 
 
-def broker_case(root: Path, total: int) -> None:
-    """The same commits produced into a 50-partition topic on a real Kafka-protocol broker
-    (tansu, in memory, on this machine), then read by the job's own Kafka source."""
+def produce_commits(bootstrap: str, topic: str, total: int, broker: str) -> None:
+    """`total` offset commits (`commit_chunks`) into a new 50-partition `topic`, each in
+    the partition Kafka would keep its group's records in."""
     from confluent_kafka import Producer
     from confluent_kafka.admin import AdminClient, NewTopic
 
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for future in admin.create_topics([NewTopic(topic, 50, 1)]).values():
+        future.result(30)
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "linger.ms": 50,
+            "batch.num.messages": 10_000,
+            "queue.buffering.max.messages": 2_000_000,
+            "queue.buffering.max.kbytes": 2_097_151,
+        }
+    )
+    started = time.perf_counter()
+    for chunk in commit_chunks(total, 1_000_000):
+        columns = [chunk.column(c).to_pylist() for c in ("partition", "key", "value")]
+        for partition, key, value in zip(*columns, strict=True):
+            while True:
+                try:
+                    producer.produce(topic, value, key, partition=partition)
+                    break
+                except BufferError:
+                    producer.poll(0.1)
+        producer.poll(0)
+    left = producer.flush(300)
+    if left:
+        raise RuntimeError(f"{left} records not delivered to the broker")
+    print(
+        f"produced {total:,} offset commits into {broker} in {time.perf_counter() - started:.0f}s",
+        flush=True,
+    )
+
+
+def broker_case(root: Path, total: int) -> None:
+    """The same commits produced into a 50-partition topic on a real Kafka-protocol broker
+    (tansu, in memory, on this machine), then read by the job's own Kafka source."""
     from tests.fixtures.kafka import running_tansu
 
     topic = "bench-consumer-offsets"
     with running_tansu(root) as bootstrap:
-        admin = AdminClient({"bootstrap.servers": bootstrap})
-        for future in admin.create_topics([NewTopic(topic, 50, 1)]).values():
-            future.result(30)
-        producer = Producer(
-            {
-                "bootstrap.servers": bootstrap,
-                "linger.ms": 50,
-                "batch.num.messages": 10_000,
-                "queue.buffering.max.messages": 2_000_000,
-                "queue.buffering.max.kbytes": 2_097_151,
-            }
-        )
-        started = time.perf_counter()
-        for chunk in commit_chunks(total, 1_000_000):
-            columns = [chunk.column(c).to_pylist() for c in ("partition", "key", "value")]
-            for partition, key, value in zip(*columns, strict=True):
-                while True:
-                    try:
-                        producer.produce(topic, value, key, partition=partition)
-                        break
-                    except BufferError:
-                        producer.poll(0.1)
-            producer.poll(0)
-        left = producer.flush(300)
-        if left:
-            raise RuntimeError(f"{left} records not delivered to the broker")
-        print(
-            f"produced {total:,} offset commits into tansu in {time.perf_counter() - started:.0f}s",
-            flush=True,
-        )
+        produce_commits(bootstrap, topic, total, "tansu")
         source = ["--source", "kafka", "--bootstrap-servers", bootstrap, "--topic", topic]
         run = run_stream(source, root / "w4", [])  # the job's default read limit
         report_throughput("offset commits end to end (broker)", total, run)
+
+
+def sources_case(root: Path, total: int, sources: list[str]) -> None:
+    """Both Kafka sources on Apache Kafka itself (tests/fixtures/real_kafka.py, `make
+    kafka`): the commits produced once into a 50-partition topic standing in for
+    `__consumer_offsets`, then each source reads all of it into a database of its own,
+    `--once`, the job's default read limit. `--source spark-kafka` resolves Spark's
+    connector as the job does (`make kafka` caches it)."""
+    from tests.fixtures.real_kafka import Settings, launch
+
+    topic = "bench-consumer-offsets"
+    (root / "kafka").mkdir()
+    kafka = launch(root / "kafka", Settings())
+    try:
+        produce_commits(kafka.bootstrap_servers, topic, total, "Apache Kafka")
+        for source in sources:
+            args = ["--source", source, "--bootstrap-servers", kafka.bootstrap_servers]
+            run = run_stream([*args, "--topic", topic], root / f"w5-{source}", [])
+            report_throughput(f"offset commits end to end (Apache Kafka, {source})", total, run)
+    finally:
+        kafka.stop()
 
 
 def restart_case(root: Path, first: int, backlog: int, per_file: int) -> None:
@@ -418,6 +446,9 @@ def main() -> None:
             rebalances_case(root)
         if "broker" in cases:
             broker_case(root, total)
+        if "sources" in cases:
+            sources = os.environ.get("GROUPSCOPE_BENCH_SOURCES", "kafka,spark-kafka")
+            sources_case(root, total, sources.split(","))
         if "restart" in cases:
             restart_case(root, min(total, 4 * per_file), backlog, per_file)
 
