@@ -122,12 +122,38 @@ def m2_jar(coord: str | None = None, root: Path | None = None) -> Path:
     return root.joinpath(*group.split("."), artifact, version, f"{artifact}-{version}.jar")
 
 
+POM = """<?xml version="1.0" encoding="UTF-8"?>
+<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>io.groupscope</groupId>
+  <artifactId>groupscope-spark-kafka</artifactId>
+  <version>0</version>
+  <packaging>pom</packaging>
+  <dependencies>
+    <dependency>
+      <groupId>{group}</groupId>
+      <artifactId>{artifact}</artifactId>
+      <version>{version}</version>
+    </dependency>
+  </dependencies>
+</project>
+"""
+
+
 def fetch(coord: str | None = None) -> int:
-    """`mvn dependency:get` of the connector and its dependencies into Maven's cache,
-    where Spark's Ivy finds them without the network (its first resolver is the local
-    Maven repository)."""
-    coord = coord or coordinate()
-    done = subprocess.run(["mvn", "-q", "-B", "dependency:get", f"-Dartifact={coord}"], check=False)
+    """Maven resolves the connector and its runtime dependencies into its cache, where
+    Spark's Ivy finds them without the network (its first resolver is the local Maven
+    repository). Through a one-dependency POM: `mvn dependency:get` would also want the
+    connector's test jars."""
+    import tempfile
+
+    group, artifact, version = (coord or coordinate()).split(":")
+    with tempfile.TemporaryDirectory(prefix="groupscope-connector-") as tmp:
+        pom = Path(tmp) / "pom.xml"
+        pom.write_text(POM.format(group=group, artifact=artifact, version=version))
+        done = subprocess.run(
+            ["mvn", "-q", "-B", "-f", str(pom), "dependency:resolve"], check=False
+        )
     return done.returncode
 
 
