@@ -160,6 +160,13 @@ class PeakMemory(threading.Thread):
     def __init__(self, pid: int) -> None:
         super().__init__(daemon=True)
         self.pid, self.peak, self.running = pid, 0, True
+        self.ticks: dict[int, int] = {}  # pid -> its own user + system clock ticks, last seen
+
+    @property
+    def cpu(self) -> float:
+        """CPU seconds of the tree's processes as last sampled (a process living under
+        the 0.5 s sampling interval is missed; Spark's Python workers live long)."""
+        return sum(self.ticks.values()) / os.sysconf("SC_CLK_TCK")
 
     def tree(self) -> list[int]:
         out = subprocess.run(
@@ -178,7 +185,9 @@ class PeakMemory(threading.Thread):
                     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
                         if line.startswith("VmRSS:"):
                             total += int(line.split()[1]) * 1024
-                except OSError:
+                    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+                    self.ticks[pid] = int(fields[11]) + int(fields[12])  # utime, stime
+                except (OSError, IndexError, ValueError):
                     pass
             self.peak = max(self.peak, total)
             time.sleep(0.5)
@@ -192,6 +201,7 @@ class Run:
     wall: float
     log: str
     peak: int
+    cpu: float = 0.0  # user + system seconds of the job's process tree, sampled (PeakMemory)
 
 
 def replay(capture: Path) -> list[str]:
@@ -225,9 +235,10 @@ def run_stream(source: list[str], work: Path, extra: list[str]) -> Run:
     memory.start()
     _, err = process.communicate()
     memory.running = False
+    memory.join()
     if process.returncode:
         raise RuntimeError(err[-3000:])
-    return Run(launched, time.perf_counter() - started, err, memory.peak)
+    return Run(launched, time.perf_counter() - started, err, memory.peak, memory.cpu)
 
 
 def batch_lines(log: str) -> list[str]:
@@ -294,7 +305,8 @@ def report_throughput(label: str, total: int, run: Run) -> None:
         f"({run.wall:.1f}s wall incl. Spark start); {done / processing:,.0f} records/s from "
         f"the first batch's start to the last one's end ({processing:.1f}s, {len(seconds)} "
         f"batches); after the first batch: {steady:,.0f} records/s; "
-        f"peak memory {run.peak / 2**30:.2f} GiB",
+        f"peak memory {run.peak / 2**30:.2f} GiB; CPU {run.cpu:.1f}s "
+        f"({run.cpu / max(done, 1) * 1e6:.1f} µs a record, start-up included)",
         flush=True,
     )
     print(f"  timeline: {timeline(run)}", flush=True)
@@ -355,8 +367,9 @@ def sources_case(root: Path, total: int, sources: list[str]) -> None:
     """Both Kafka sources on Apache Kafka itself (tests/fixtures/real_kafka.py, `make
     kafka`): the commits produced once into a 50-partition topic standing in for
     `__consumer_offsets`, then each source reads all of it into a database of its own,
-    `--once`, the job's default read limit. `--source spark-kafka` resolves Spark's
-    connector as the job does (`make kafka` caches it)."""
+    `--once`, at the job's default read limit and then in four batches.
+    `--source spark-kafka` resolves Spark's connector as the job does (`make kafka`
+    caches it)."""
     from tests.fixtures.real_kafka import Settings, launch
 
     topic = "bench-consumer-offsets"
@@ -364,10 +377,16 @@ def sources_case(root: Path, total: int, sources: list[str]) -> None:
     kafka = launch(root / "kafka", Settings())
     try:
         produce_commits(kafka.bootstrap_servers, topic, total, "Apache Kafka")
-        for source in sources:
+        quarter = ["--max-records-per-trigger", str(max(total // 4, 1))]
+        # each source at the default read limit (one batch), then in four batches (the
+        # later three warm); the order alternates, since the machine's load drifts
+        plan = [(s, []) for s in sources] + [(s, quarter) for s in reversed(sources)]
+        for i, (source, extra) in enumerate(plan):
             args = ["--source", source, "--bootstrap-servers", kafka.bootstrap_servers]
-            run = run_stream([*args, "--topic", topic], root / f"w5-{source}", [])
-            report_throughput(f"offset commits end to end (Apache Kafka, {source})", total, run)
+            run = run_stream([*args, "--topic", topic], root / f"w5-{i}", extra)
+            batches = "default read limit" if not extra else "4 batches"
+            label = f"offset commits end to end (Apache Kafka, {source}, {batches})"
+            report_throughput(label, total, run)
     finally:
         kafka.stop()
 
