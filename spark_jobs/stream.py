@@ -37,7 +37,9 @@ EPILOG = """\
 sources:
   --source kafka         groupscope's own Kafka source (confluent-kafka; default when
                          --bootstrap-servers is given)
-  --source spark-kafka   Spark's official Kafka connector (clusters that can load it)
+  --source spark-kafka   Spark's official Kafka connector, added to spark.jars.packages
+                         (under spark-submit: --packages `python -m spark_jobs.connector`);
+                         see docs/operations.md, "Choosing the Kafka source"
   --source replay DIR    a replay directory, as `groupscope simulate --out DIR` writes
 
 examples:
