@@ -79,3 +79,30 @@ def test_the_maven_cache_path_follows_the_coordinate(tmp_path) -> None:
     assert jar == tmp_path / (
         "org/apache/spark/spark-sql-kafka-0-10_2.13/4.2.0/spark-sql-kafka-0-10_2.13-4.2.0.jar"
     )
+
+
+@pytest.mark.spark
+@pytest.mark.postgres
+def test_a_session_without_the_connector_ends_the_job_in_one_line(tmp_path) -> None:
+    """A jar the user named (so the job adds no package) that does not exist: Spark
+    starts without the connector, and the job says so and exits 1."""
+    import os
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [
+            *(sys.executable, "-m", "services.cli", "stream", "--once"),
+            *("--source", "spark-kafka", "--bootstrap-servers", "127.0.0.1:1"),
+            *("--conf", f"spark.jars={tmp_path}/spark-sql-kafka-0-10_2.13-4.2.0.jar"),
+        ],
+        env={**os.environ, "GROUPSCOPE_DATA_DIR": str(tmp_path / "data")},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 1, done.stderr[-3000:]
+    last = done.stderr.strip().splitlines()[-1]
+    assert last == f"groupscope stream: {connector.missing_message()}"
+    assert "Traceback" not in done.stderr
