@@ -49,7 +49,21 @@ $(KAFKA_CLASSPATH): tests/kafka/pom.xml
 	then mv $@.tmp $@; echo "kafka: classpath in $@"; \
 	else rm -f $@.tmp; echo "kafka: not resolved (see $(VENV)/kafka-maven.log); real_kafka tests will skip"; fi
 
-kafka: $(STAMP) $(KAFKA_CLASSPATH)
+# Spark's Kafka connector for `--source spark-kafka` (spark_jobs/connector.py: the
+# installed PySpark's version, or the nearest Maven Central serves), with its
+# dependencies, into Maven's cache: the job's Ivy resolution takes it from there without
+# the network, into Ivy's own cache (~/.ivy2.5.2). The stamp names what was fetched.
+CONNECTOR_STAMP := $(VENV)/share/groupscope/spark-kafka.coordinate
+
+$(CONNECTOR_STAMP): spark_jobs/connector.py | $(STAMP)
+	@mkdir -p $(dir $@)
+	@coordinate=$$($(BIN)/python -m spark_jobs.connector); \
+	if command -v mvn >/dev/null 2>&1 && $(BIN)/python -m spark_jobs.connector --fetch \
+	    >$(VENV)/connector-maven.log 2>&1; \
+	then echo "$$coordinate" >$@; echo "kafka: Spark's connector $$coordinate in Maven's cache"; \
+	else echo "kafka: $$coordinate not resolved (see $(VENV)/connector-maven.log); the spark-kafka tests will skip"; fi
+
+kafka: $(STAMP) $(KAFKA_CLASSPATH) $(CONNECTOR_STAMP)
 
 demo: setup
 	$(BIN)/groupscope demo

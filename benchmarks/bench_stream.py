@@ -13,7 +13,8 @@ first batch begins (Python, the embedded PostgreSQL, the JVM, query start), the 
 Environment: GROUPSCOPE_BENCH_RECORDS (default 20,000,000), GROUPSCOPE_BENCH_FILES
 (records per replay file, default 1,000,000), GROUPSCOPE_BENCH_BACKLOG (records left
 behind for the restart case, default 4,000,000), GROUPSCOPE_BENCH_CASES (default
-commits,rebalances,restart,broker).
+commits,rebalances,restart,broker; `sources` compares both Kafka sources on Apache Kafka
+itself, GROUPSCOPE_BENCH_SOURCES choosing them, default kafka,spark-kafka).
 """
 
 from __future__ import annotations
@@ -159,6 +160,13 @@ class PeakMemory(threading.Thread):
     def __init__(self, pid: int) -> None:
         super().__init__(daemon=True)
         self.pid, self.peak, self.running = pid, 0, True
+        self.ticks: dict[int, int] = {}  # pid -> its own user + system clock ticks, last seen
+
+    @property
+    def cpu(self) -> float:
+        """CPU seconds of the tree's processes as last sampled (a process living under
+        the 0.5 s sampling interval is missed; Spark's Python workers live long)."""
+        return sum(self.ticks.values()) / os.sysconf("SC_CLK_TCK")
 
     def tree(self) -> list[int]:
         out = subprocess.run(
@@ -177,7 +185,9 @@ class PeakMemory(threading.Thread):
                     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
                         if line.startswith("VmRSS:"):
                             total += int(line.split()[1]) * 1024
-                except OSError:
+                    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+                    self.ticks[pid] = int(fields[11]) + int(fields[12])  # utime, stime
+                except (OSError, IndexError, ValueError):
                     pass
             self.peak = max(self.peak, total)
             time.sleep(0.5)
@@ -191,6 +201,7 @@ class Run:
     wall: float
     log: str
     peak: int
+    cpu: float = 0.0  # user + system seconds of the job's process tree, sampled (PeakMemory)
 
 
 def replay(capture: Path) -> list[str]:
@@ -224,9 +235,10 @@ def run_stream(source: list[str], work: Path, extra: list[str]) -> Run:
     memory.start()
     _, err = process.communicate()
     memory.running = False
+    memory.join()
     if process.returncode:
         raise RuntimeError(err[-3000:])
-    return Run(launched, time.perf_counter() - started, err, memory.peak)
+    return Run(launched, time.perf_counter() - started, err, memory.peak, memory.cpu)
 
 
 def batch_lines(log: str) -> list[str]:
@@ -293,55 +305,90 @@ def report_throughput(label: str, total: int, run: Run) -> None:
         f"({run.wall:.1f}s wall incl. Spark start); {done / processing:,.0f} records/s from "
         f"the first batch's start to the last one's end ({processing:.1f}s, {len(seconds)} "
         f"batches); after the first batch: {steady:,.0f} records/s; "
-        f"peak memory {run.peak / 2**30:.2f} GiB",
+        f"peak memory {run.peak / 2**30:.2f} GiB; CPU {run.cpu:.1f}s "
+        f"({run.cpu / max(done, 1) * 1e6:.1f} µs a record, start-up included)",
         flush=True,
     )
     print(f"  timeline: {timeline(run)}", flush=True)
 
 
-def broker_case(root: Path, total: int) -> None:
-    """The same commits produced into a 50-partition topic on a real Kafka-protocol broker
-    (tansu, in memory, on this machine), then read by the job's own Kafka source."""
+def produce_commits(bootstrap: str, topic: str, total: int, broker: str) -> None:
+    """`total` offset commits (`commit_chunks`) into a new 50-partition `topic`, each in
+    the partition Kafka would keep its group's records in."""
     from confluent_kafka import Producer
     from confluent_kafka.admin import AdminClient, NewTopic
 
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for future in admin.create_topics([NewTopic(topic, 50, 1)]).values():
+        future.result(30)
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "linger.ms": 50,
+            "batch.num.messages": 10_000,
+            "queue.buffering.max.messages": 2_000_000,
+            "queue.buffering.max.kbytes": 2_097_151,
+        }
+    )
+    started = time.perf_counter()
+    for chunk in commit_chunks(total, 1_000_000):
+        columns = [chunk.column(c).to_pylist() for c in ("partition", "key", "value")]
+        for partition, key, value in zip(*columns, strict=True):
+            while True:
+                try:
+                    producer.produce(topic, value, key, partition=partition)
+                    break
+                except BufferError:
+                    producer.poll(0.1)
+        producer.poll(0)
+    left = producer.flush(300)
+    if left:
+        raise RuntimeError(f"{left} records not delivered to the broker")
+    print(
+        f"produced {total:,} offset commits into {broker} in {time.perf_counter() - started:.0f}s",
+        flush=True,
+    )
+
+
+def broker_case(root: Path, total: int) -> None:
+    """The same commits produced into a 50-partition topic on a real Kafka-protocol broker
+    (tansu, in memory, on this machine), then read by the job's own Kafka source."""
     from tests.fixtures.kafka import running_tansu
 
     topic = "bench-consumer-offsets"
     with running_tansu(root) as bootstrap:
-        admin = AdminClient({"bootstrap.servers": bootstrap})
-        for future in admin.create_topics([NewTopic(topic, 50, 1)]).values():
-            future.result(30)
-        producer = Producer(
-            {
-                "bootstrap.servers": bootstrap,
-                "linger.ms": 50,
-                "batch.num.messages": 10_000,
-                "queue.buffering.max.messages": 2_000_000,
-                "queue.buffering.max.kbytes": 2_097_151,
-            }
-        )
-        started = time.perf_counter()
-        for chunk in commit_chunks(total, 1_000_000):
-            columns = [chunk.column(c).to_pylist() for c in ("partition", "key", "value")]
-            for partition, key, value in zip(*columns, strict=True):
-                while True:
-                    try:
-                        producer.produce(topic, value, key, partition=partition)
-                        break
-                    except BufferError:
-                        producer.poll(0.1)
-            producer.poll(0)
-        left = producer.flush(300)
-        if left:
-            raise RuntimeError(f"{left} records not delivered to the broker")
-        print(
-            f"produced {total:,} offset commits into tansu in {time.perf_counter() - started:.0f}s",
-            flush=True,
-        )
+        produce_commits(bootstrap, topic, total, "tansu")
         source = ["--source", "kafka", "--bootstrap-servers", bootstrap, "--topic", topic]
         run = run_stream(source, root / "w4", [])  # the job's default read limit
         report_throughput("offset commits end to end (broker)", total, run)
+
+
+def sources_case(root: Path, total: int, sources: list[str]) -> None:
+    """Both Kafka sources on Apache Kafka itself (tests/fixtures/real_kafka.py, `make
+    kafka`): the commits produced once into a 50-partition topic standing in for
+    `__consumer_offsets`, then each source reads all of it into a database of its own,
+    `--once`, at the job's default read limit and then in four batches.
+    `--source spark-kafka` resolves Spark's connector as the job does (`make kafka`
+    caches it)."""
+    from tests.fixtures.real_kafka import Settings, launch
+
+    topic = "bench-consumer-offsets"
+    (root / "kafka").mkdir()
+    kafka = launch(root / "kafka", Settings())
+    try:
+        produce_commits(kafka.bootstrap_servers, topic, total, "Apache Kafka")
+        quarter = ["--max-records-per-trigger", str(max(total // 4, 1))]
+        # each source at the default read limit (one batch), then in four batches (the
+        # later three warm); the order alternates, since the machine's load drifts
+        plan = [(s, []) for s in sources] + [(s, quarter) for s in reversed(sources)]
+        for i, (source, extra) in enumerate(plan):
+            args = ["--source", source, "--bootstrap-servers", kafka.bootstrap_servers]
+            run = run_stream([*args, "--topic", topic], root / f"w5-{i}", extra)
+            batches = "default read limit" if not extra else "4 batches"
+            label = f"offset commits end to end (Apache Kafka, {source}, {batches})"
+            report_throughput(label, total, run)
+    finally:
+        kafka.stop()
 
 
 def restart_case(root: Path, first: int, backlog: int, per_file: int) -> None:
@@ -418,6 +465,9 @@ def main() -> None:
             rebalances_case(root)
         if "broker" in cases:
             broker_case(root, total)
+        if "sources" in cases:
+            sources = os.environ.get("GROUPSCOPE_BENCH_SOURCES", "kafka,spark-kafka")
+            sources_case(root, total, sources.split(","))
         if "restart" in cases:
             restart_case(root, min(total, 4 * per_file), backlog, per_file)
 

@@ -3,8 +3,9 @@
 #
 #   job ARGS...      the streaming job (spark_jobs/stream.py) under spark-submit, with
 #                    Spark's official Kafka connector: spark-sql-kafka-0-10 for the Scala
-#                    and Spark versions of the installed pyspark, fetched from Maven
-#                    Central on first start and cached in $GROUPSCOPE_IVY_DIR
+#                    and Spark versions of the installed pyspark (or the nearest Maven
+#                    Central serves), fetched on first start and cached in
+#                    $GROUPSCOPE_IVY_DIR
 #   kafka-package    print that connector's Maven coordinate
 #   anything else    the groupscope command: exporter ..., workload ..., db upgrade, ...
 #
@@ -16,18 +17,9 @@ set -eu
 PYTHON=${PYTHON:-python}
 
 kafka_package() {
-    # The jar names carry both versions: pyspark/jars/spark-core_2.13-4.3.0.jar
-    jars=$("$PYTHON" -c 'import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))')
-    core=$(ls "$jars"/spark-core_*.jar 2>/dev/null | head -n 1)
-    if [ -z "$core" ]; then
-        echo "groupscope-entrypoint: no spark-core jar in $jars" >&2
-        return 1
-    fi
-    name=${core##*/spark-core_}
-    scala=${name%%-*}
-    version=${name#*-}
-    version=${version%.jar}
-    echo "org.apache.spark:spark-sql-kafka-0-10_${scala}:${version}"
+    # spark-sql-kafka-0-10 of the installed pyspark's Scala and Spark versions, or the
+    # nearest Maven Central serves (spark_jobs/connector.py says which and why)
+    "$PYTHON" -m spark_jobs.connector
 }
 
 case "${1:-}" in

@@ -46,14 +46,34 @@ def replay(spark: SparkSession, directory: Path, max_files: int | None = None) -
     )
 
 
+# Spark's connector lists a topic's partitions through the Admin API since Spark 3.4 and
+# leaves out internal topics there (`ConsumerStrategy.retrieveAllPartitions` filters
+# `isInternal`), for `subscribe` and `assign` alike: it read no record of
+# `__consumer_offsets` at all, silently. Its consumer-based offset reader (this setting)
+# reads it. Measured on Apache Kafka 4.3.1 with the 4.2.0 connector.
+CONSUMER_OFFSET_FETCHING = "spark.sql.streaming.kafka.useDeprecatedOffsetFetching"
+
+
 def spark_kafka(
-    spark: SparkSession, bootstrap: str, topic: str, config: dict[str, str], max_records: int | None
+    spark: SparkSession,
+    bootstrap: str,
+    topic: str,
+    config: dict[str, str],
+    max_records: int | None,
+    partitions: int,
 ) -> DataFrame:
-    """Spark's official Kafka connector, where the cluster can load it (`--packages`)."""
+    """Spark's official Kafka connector (`spark_jobs.connector` loads it): partitions 0
+    to `partitions - 1` of `topic` (`--offsets-partitions`), assigned rather than
+    subscribed, since a subscribing consumer joins a group of its own and the
+    coordinator writes that group's records into the very topic being read.
+    `read_committed`; every client property as `kafka.<key>`; `maxOffsetsPerTrigger`."""
+    import json
+
+    spark.conf.set(CONSUMER_OFFSET_FETCHING, "true")
     reader = (
         spark.readStream.format("kafka")
         .option("kafka.bootstrap.servers", bootstrap)
-        .option("subscribe", topic)
+        .option("assign", json.dumps({topic: list(range(partitions))}))
         .option("startingOffsets", "earliest")
         .option("failOnDataLoss", "false")  # compaction and retention delete records
         .option("kafka.isolation.level", "read_committed")

@@ -120,11 +120,14 @@ def read_properties(path: Path) -> dict[str, str]:
 def submit_args_settings(text: str) -> dict[str, str]:
     """The launch settings in PYSPARK_SUBMIT_ARGS (the arguments PySpark passes to the
     spark-submit that starts its JVM): `--conf K=V`, `--driver-memory`,
-    `--driver-java-options`, `--master`."""
+    `--driver-java-options`, `--master`, `--packages`, `--jars`, `--exclude-packages`."""
     flags = {
         "--driver-memory": "spark.driver.memory",
         "--driver-java-options": "spark.driver.extraJavaOptions",
         "--master": "spark.master",
+        "--packages": "spark.jars.packages",
+        "--jars": "spark.jars",
+        "--exclude-packages": "spark.jars.excludes",
     }
     settings: dict[str, str] = {}
     words = shlex.split(text)

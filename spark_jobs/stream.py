@@ -37,7 +37,9 @@ EPILOG = """\
 sources:
   --source kafka         groupscope's own Kafka source (confluent-kafka; default when
                          --bootstrap-servers is given)
-  --source spark-kafka   Spark's official Kafka connector (clusters that can load it)
+  --source spark-kafka   Spark's official Kafka connector, added to spark.jars.packages
+                         (under spark-submit: --packages `python -m spark_jobs.connector`);
+                         see docs/operations.md, "Choosing the Kafka source"
   --source replay DIR    a replay directory, as `groupscope simulate --out DIR` writes
 
 examples:
@@ -203,15 +205,44 @@ def spark_options(args: argparse.Namespace) -> None:
     args.spark_conf = parse_conf(args.conf)
 
 
-def _session(args: argparse.Namespace) -> Any:
-    """The Spark session; a --master that contradicts spark-submit's is a usage error."""
-    from services.cli import UsageError
-    from spark_jobs.session import SubmittedMasterError, spark_session
+def _session(args: argparse.Namespace, kind: str = "kafka") -> Any:
+    """The Spark session; a --master that contradicts spark-submit's is a usage error.
 
+    For `spark-kafka`, a JVM this process starts gets Spark's Kafka connector through
+    `spark.jars.packages` (`spark_jobs.connector`), unless the user's settings name it
+    already; a session that cannot load it ends the job with one line."""
+    from pyspark import SparkContext
+    from pyspark.errors import PySparkRuntimeError
+
+    from services.cli import UsageError
+    from spark_jobs import connector
+    from spark_jobs.session import SubmittedMasterError, spark_session, under_spark_submit
+    from spark_jobs.spark_conf import configured_before_launch
+
+    conf = args.spark_conf
+    launching = not under_spark_submit() and SparkContext._gateway is None
+    if kind == "spark-kafka" and launching:
+        given = configured_before_launch(
+            conf | ({"spark.master": args.master} if args.master else {})
+        )
+        conf = connector.with_connector(conf, given)
+        if conf.get("spark.jars.packages") != given.get("spark.jars.packages"):
+            log.info("Spark's Kafka connector: spark.jars.packages=%s", conf["spark.jars.packages"])
     try:
-        return spark_session(args.master, conf=args.spark_conf)
+        spark = spark_session(args.master, conf=conf)
     except SubmittedMasterError as exc:
         raise UsageError(str(exc)) from None
+    except PySparkRuntimeError as exc:
+        if kind != "spark-kafka" or "spark.jars.packages" not in conf:
+            raise
+        raise connector.ConnectorMissingError(
+            f"--source spark-kafka: Spark did not start with its Kafka connector "
+            f"{conf['spark.jars.packages']} (Ivy's resolution failed, see above; "
+            f"`make kafka` caches it): {str(exc).splitlines()[0]}"
+        ) from None
+    if kind == "spark-kafka" and not connector.loaded(spark):
+        raise connector.ConnectorMissingError(connector.missing_message())
+    return spark
 
 
 def resolve_source(args: argparse.Namespace) -> tuple[str, Path | None]:
@@ -239,6 +270,7 @@ def run(args: argparse.Namespace) -> int:
     """Validate the arguments, then run the query until it stops (or once)."""
     from services.cli import UsageError
     from spark_jobs.checkpoint import default_location
+    from spark_jobs.connector import ConnectorMissingError
 
     kind, directory = resolve_source(args)
     config = kafka_config(args)
@@ -274,7 +306,7 @@ def run(args: argparse.Namespace) -> int:
     log.info("source %s, client config %s, checkpoint %s", name, redact(config), checkpoint)
     try:
         return _run_query(args, kind, directory, config, trigger, name, checkpoint, limit)
-    except OutageError as exc:
+    except (OutageError, ConnectorMissingError) as exc:
         print(f"groupscope stream: {exc}", file=sys.stderr)
         return 1
 
@@ -318,7 +350,7 @@ def _run_query(
             watch = None
             if kind == "kafka":
                 watch = await_broker(args.bootstrap_servers, config, args.topic, args.once, limit)
-            spark = _session(args)
+            spark = _session(args, kind)
             if kind == "replay":
                 df = replay(spark, directory, args.max_files_per_trigger)  # type: ignore[arg-type]
             elif kind == "spark-kafka":
@@ -328,6 +360,7 @@ def _run_query(
                     args.topic,
                     config,
                     args.max_records_per_trigger,
+                    args.offsets_partitions,
                 )
             else:
                 from spark_jobs.kafka_source import kafka_stream

@@ -77,6 +77,14 @@ VARIABLES: tuple[Variable, ...] = (
         "the driver; the choice travels with each range to the executors.",
     ),
     Variable(
+        "GROUPSCOPE_SPARK_KAFKA_VERSION",
+        "the installed PySpark's (4.2.0 for 4.3.0)",
+        "The version of Spark's Kafka connector (`spark-sql-kafka-0-10`) that "
+        "`--source spark-kafka` and the docker image's entry point load. By default the "
+        "installed PySpark's, or the nearest Maven Central serves where it lacks that one "
+        "(`spark_jobs/connector.py`).",
+    ),
+    Variable(
         "GROUPSCOPE_SHUFFLE",
         "4",
         "`spark.sql.shuffle.partitions` where no setting given to the job sets it.",
@@ -147,7 +155,15 @@ VARIABLES: tuple[Variable, ...] = (
     Variable(
         "GROUPSCOPE_BENCH_CASES",
         "commits,rebalances,restart,broker",
-        "`python -m benchmarks stream`: the cases to run.",
+        "`python -m benchmarks stream`: the cases to run (`sources` too: both Kafka "
+        "sources on Apache Kafka).",
+        development=True,
+    ),
+    Variable(
+        "GROUPSCOPE_BENCH_SOURCES",
+        "kafka,spark-kafka",
+        "`python -m benchmarks stream`: the Kafka sources the `sources` case compares on "
+        "Apache Kafka.",
         development=True,
     ),
     Variable(

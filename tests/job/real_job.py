@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -39,16 +40,24 @@ class Polled(Protocol):
 
 
 def run_job_once(
-    broker: RealKafka, url: str, checkpoint: Path, groups: Sequence[Polled] = ()
+    broker: RealKafka,
+    url: str,
+    checkpoint: Path,
+    groups: Sequence[Polled] = (),
+    source: str | None = None,
 ) -> subprocess.CompletedProcess:
     """`groupscope stream --once` on the broker, the groups' members polled meanwhile
-    (so that they stay in their generation)."""
+    (so that they stay in their generation); `source` is `--source` (default: the
+    job's). A run from an existing checkpoint resumes there; each run's stderr is kept
+    beside the checkpoint."""
     args = [
         *(sys.executable, "-m", "services.cli", "stream", "--once"),
+        *(("--source", source) if source else ()),
         *("--bootstrap-servers", broker.bootstrap_servers, "--database-url", url),
         *("--checkpoint", str(checkpoint)),
     ]
-    err = checkpoint.parent / "job.err"
+    runs = len(list(checkpoint.parent.glob("job*.err")))
+    err = checkpoint.parent / (f"job-{runs + 1}.err" if runs else "job.err")
     with open(err, "w") as out:
         process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=out, text=True)
         deadline = time.monotonic() + JOB_TIMEOUT_S
@@ -64,6 +73,24 @@ def run_job_once(
                 process.kill()
             process.wait()
     return subprocess.CompletedProcess(args, process.returncode, "", err.read_text())
+
+
+def records_read(job: subprocess.CompletedProcess) -> int:
+    """The records a job's batches held, from its log (`batch N: R records ...`)."""
+    found = re.findall(r"groupscope\.stream batch \d+: (\d+) records", job.stderr)
+    return sum(map(int, found))
+
+
+def spark_kafka_connector() -> None:
+    """Skips (or fails, under GROUPSCOPE_REQUIRE_KAFKA) unless Spark's Kafka connector
+    is in Maven's cache (`make kafka`) or Ivy's, where the job resolves it offline."""
+    from spark_jobs import connector
+
+    coordinate = connector.coordinate()
+    group, artifact, version = coordinate.split(":")
+    ivy = Path.home() / ".ivy2.5.2" / "jars" / f"{group}_{artifact}-{version}.jar"
+    if not (connector.m2_jar(coordinate).is_file() or ivy.is_file()):
+        _unavailable(f"Spark's Kafka connector {coordinate} is not cached: run `make kafka`")
 
 
 def admin_offsets(broker: RealKafka, groups: list[str]) -> dict[str, dict[tuple[str, int], int]]:

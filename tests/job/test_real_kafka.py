@@ -6,7 +6,12 @@ rebalance, consume and commit; a transactional producer commits a group's offset
 `send_offsets_to_transaction`, aborting some transactions. Then `groupscope stream
 --once` reads the broker's own `__consumer_offsets` (written by Kafka's group and
 transaction coordinators, control records and all) into PostgreSQL, and the store is
-compared with what Kafka's Admin API and the clients themselves say.
+compared with what Kafka's Admin API and the clients themselves say. Then one more
+committed and one more aborted transaction, and the job runs again from its checkpoint:
+it resumes there, reading only the new records.
+
+Every test runs for both Kafka sources: groupscope's own (`kafka`) and Spark's official
+connector (`spark-kafka`, resolved as `make kafka` caches it).
 """
 
 from __future__ import annotations
@@ -24,7 +29,15 @@ from services.exporter.snapshot import read_snapshot
 from services.store.database import create_store_engine
 from tests.fixtures.real_kafka import RealKafka, retry_while_coordinator_pending
 from tests.job.real_groups import Assigned, ConsumerGroup
-from tests.job.real_job import admin_offsets, on, rows, run_job_once, stored_generations
+from tests.job.real_job import (
+    admin_offsets,
+    on,
+    records_read,
+    rows,
+    run_job_once,
+    spark_kafka_connector,
+    stored_generations,
+)
 
 pytestmark = pytest.mark.real_kafka
 
@@ -36,8 +49,11 @@ CLIENTS = {
     "consumer": {"group.protocol": "consumer"},  # KIP-848: the broker assigns
 }
 # (offset committed for every partition, whether the transaction commits); the last
-# one aborts, so that an aborted commit read by mistake would be the latest.
-TRANSACTIONS = [(10, True), (20, True), (25, False), (30, True), (35, False)]
+# one of each run aborts, so that an aborted commit read by mistake would be the latest.
+FIRST = [(10, True), (20, True), (25, False), (30, True), (35, False)]
+AFTER_RESTART = [(40, True), (45, False)]  # read by the second run, from the checkpoint
+TRANSACTIONS = FIRST + AFTER_RESTART
+SOURCES = ["kafka", "spark-kafka"]
 
 
 @dataclass
@@ -57,6 +73,7 @@ class Run:
     txn_group: str
     admin_offsets: dict[str, dict[tuple[str, int], int]]
     job: subprocess.CompletedProcess
+    resumed: subprocess.CompletedProcess  # the second run, from the first one's checkpoint
 
 
 def produce(broker: RealKafka, topic: str) -> dict[int, int]:
@@ -70,8 +87,10 @@ def produce(broker: RealKafka, topic: str) -> dict[int, int]:
     return dict.fromkeys(range(PARTITIONS), PER_PARTITION)
 
 
-def transactional_commits(broker: RealKafka, group: str, topic: str) -> None:
-    """TRANSACTIONS, each committing `group`'s offsets through the transaction
+def transactional_commits(
+    broker: RealKafka, group: str, topic: str, transactions: list[tuple[int, bool]]
+) -> None:
+    """`transactions`, each committing `group`'s offsets through the transaction
     coordinator (TxnOffsetCommit) with a produced record beside them."""
     from confluent_kafka import Consumer, Producer, TopicPartition
 
@@ -79,7 +98,7 @@ def transactional_commits(broker: RealKafka, group: str, topic: str) -> None:
     producer = Producer(broker.client_config(**{"transactional.id": f"txn-{group}"}))
     try:
         producer.init_transactions(30)
-        for offset, commit in TRANSACTIONS:
+        for offset, commit in transactions:
             producer.begin_transaction()
             producer.produce(topic, f"out-{offset}".encode(), partition=0)
             offsets = [TopicPartition(topic, p, offset) for p in range(PARTITIONS)]
@@ -96,10 +115,17 @@ def transactional_commits(broker: RealKafka, group: str, topic: str) -> None:
         consumer.close()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="module", params=SOURCES)
 def run(
-    real_kafka: RealKafka, postgres_server, migrated_template: str, tmp_path_factory
+    request: pytest.FixtureRequest,
+    real_kafka: RealKafka,
+    postgres_server,
+    migrated_template: str,
+    tmp_path_factory,
 ) -> Iterator[Run]:
+    source = request.param
+    if source == "spark-kafka":
+        spark_kafka_connector()
     suffix = uuid.uuid4().hex[:8]
     topic = real_kafka.create_topic(f"orders-{suffix}", PARTITIONS)
     logs = tmp_path_factory.mktemp("members")
@@ -122,17 +148,19 @@ def run(
             group.consume_and_commit(highs)
             group.await_stable()
         txn_group = f"txn-{suffix}"
-        transactional_commits(real_kafka, txn_group, topic)
+        transactional_commits(real_kafka, txn_group, topic, FIRST)
         names = [g.group for g in groups.values()] + [txn_group]
-        offsets = admin_offsets(real_kafka, names)
         before = {g.group: (g.final(), len(g.seen())) for g in groups.values()}
-        job = run_job_once(
-            real_kafka, url, tmp_path_factory.mktemp("job") / "checkpoint", list(groups.values())
-        )
-        for group in groups.values():  # nobody rebalanced while the job ran
+        checkpoint = tmp_path_factory.mktemp("job") / "checkpoint"
+        members = list(groups.values())
+        job = run_job_once(real_kafka, url, checkpoint, members, source)
+        transactional_commits(real_kafka, txn_group, topic, AFTER_RESTART)
+        offsets = admin_offsets(real_kafka, names)
+        resumed = run_job_once(real_kafka, url, checkpoint, members, source)
+        for group in groups.values():  # nobody rebalanced while the jobs ran
             assert (group.final(), len(group.seen())) == before[group.group]
         observed = {g.group: Observed(g.final(), g.seen(), g.commits) for g in groups.values()}
-        yield Run(engine, topic, observed, txn_group, offsets, job)
+        yield Run(engine, topic, observed, txn_group, offsets, job, resumed)
     finally:
         for group in groups.values():
             group.close()
@@ -141,8 +169,9 @@ def run(
 
 
 def test_the_job_reads_kafkas_consumer_offsets_without_a_decode_failure(run: Run) -> None:
-    assert run.job.returncode == 0, run.job.stderr[-3000:]
-    assert "Traceback" not in run.job.stderr
+    for job in (run.job, run.resumed):
+        assert job.returncode == 0, job.stderr[-3000:]
+        assert "Traceback" not in job.stderr
     failures = rows(
         run.engine, "SELECT source_partition, source_offset, reason FROM decode_failures"
     )
@@ -162,7 +191,17 @@ def test_committed_offsets_equal_the_admin_apis(run: Run) -> None:
         assert stored == expected, group
     for group in run.groups:  # every group consumed everything
         assert set(run.admin_offsets[group].values()) == {PER_PARTITION}
-    assert set(run.admin_offsets[run.txn_group].values()) == {30}
+    assert set(run.admin_offsets[run.txn_group].values()) == {40}
+
+
+def test_a_restarted_job_resumes_from_its_checkpoint(run: Run) -> None:
+    """The second run reads the committed transaction's offsets written after the first
+    (one per partition) and nothing before them: the aborted one is filtered out, and
+    a source that started over would read the first run's records again."""
+    first = records_read(run.job)
+    committed = sum(1 for _, commit in AFTER_RESTART if commit) * PARTITIONS
+    assert first > 2 * PARTITIONS * len(FIRST)
+    assert records_read(run.resumed) == committed
 
 
 def latest(run: Run, kind: str) -> tuple[dict, dict]:
