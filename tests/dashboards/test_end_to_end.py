@@ -229,7 +229,7 @@ def test_the_storm_alert_fires(run: Run, prometheus: Prometheus) -> None:
     assert alert["labels"]["group"] == run.group
     assert alert["labels"]["severity"] == "warning"
     assert alert["annotations"]["summary"].startswith(f"Rebalance storm in group {run.group}: ")
-    assert f"groupscope postmortem {run.group} --since 30m" in alert["annotations"]["runbook"]
+    assert f"groupscope postmortem {run.group} --since 30m" in alert["annotations"]["description"]
     series = prometheus.query(f'ALERTS{{alertname="{STORM_ALERT}", alertstate="firing"}}')
     assert [s["metric"]["group"] for s in series] == [run.group]
 
