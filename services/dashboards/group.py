@@ -449,7 +449,10 @@ def build() -> builders.Dashboard:
                 [
                     prom(
                         (
-                            'rate(groupscope_committed_offset{group="$group", '
+                            # A gauge (a sum over partitions, which can drop when an
+                            # offset expires): deriv(), since rate() reads a drop as a
+                            # counter reset.
+                            'deriv(groupscope_committed_offset{group="$group", '
                             'topic=~"$topic"}[$__rate_interval])'
                         ),
                         "consumed {{topic}}",
