@@ -169,7 +169,11 @@ def build() -> builders.Dashboard:
             stat_panel(
                 "Since last rebalance",
                 "Seconds since the group's last rebalance completed.",
-                [prom('groupscope_group_seconds_since_last_rebalance{group="$group"}')],
+                [
+                    prom(
+                        'time() - groupscope_group_last_rebalance_timestamp_seconds{group="$group"}'
+                    )
+                ],
                 (3, 4),
                 unit="s",
             )
@@ -182,7 +186,7 @@ def build() -> builders.Dashboard:
                     "commits-stopped alert fires after 15 minutes while the group "
                     "has members and lag."
                 ),
-                [prom('groupscope_group_seconds_since_last_commit{group="$group"}')],
+                [prom('time() - groupscope_group_last_commit_timestamp_seconds{group="$group"}')],
                 (3, 4),
                 unit="s",
                 steps=levels(orange=300, red=900),

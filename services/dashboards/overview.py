@@ -190,7 +190,8 @@ def build() -> builders.Dashboard:
                         table_format=True,
                     ),
                     prom(
-                        'groupscope_group_seconds_since_last_rebalance{group=~"$group"}',
+                        "time() - groupscope_group_last_rebalance_timestamp_seconds"
+                        '{group=~"$group"}',
                         table_format=True,
                     ),
                     prom('groupscope_group_storm{group=~"$group"}', table_format=True),

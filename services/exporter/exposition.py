@@ -29,8 +29,6 @@ SERIES = BY_NAME[PREFIX + "exporter_series"]
 # Seconds since a stored timestamp, per label set: rendered at scrape time.
 AGES = (
     "group_state_seconds",
-    "group_seconds_since_last_rebalance",
-    "group_seconds_since_last_commit",
     "pipeline_status_age_seconds",
 )
 EXPORTER = (
@@ -189,11 +187,6 @@ def _since(snap: StoreSnapshot) -> dict[str, tuple[list[str], np.ndarray]]:
         since = g.state_since
         if since is not None:
             add("group_state_seconds", gl, since)
-        last = snap.last_rebalances.get(g.name)
-        if last is not None:
-            add("group_seconds_since_last_rebalance", gl, last.time)
-        if g.last_commit is not None:
-            add("group_seconds_since_last_commit", gl, g.last_commit)
     for p in snap.pipeline:
         add("pipeline_status_age_seconds", labels(source=p.source), p.updated_at)
     return {
