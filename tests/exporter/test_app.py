@@ -70,7 +70,11 @@ def test_metrics_health_and_readiness(exporter, store_engine: Engine) -> None:
     assert s[("groupscope_lag", labels)] == (5 - 3) + (5 - 5)
     assert s[("groupscope_committed_offset", labels)] == 8
     assert s[("groupscope_exporter_lag_partitions", ())] == 2
-    assert any(name.startswith("groupscope_exporter_process_") for name, _ in s)
+    # The standard collectors, under their usual names.
+    assert ("process_resident_memory_bytes", ()) in s
+    assert any(name == "python_info" for name, _ in s)
+    assert any(name.startswith("python_gc_") for name, _ in s)
+    assert not any(name.startswith("groupscope_exporter_process_") for name, _ in s)
     status, zipped, headers = get(base + "/metrics", gzipped=True)
     assert headers["Content-Encoding"] == "gzip"
     assert samples(gzip.decompress(zipped)).keys() == s.keys()
