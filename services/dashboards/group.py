@@ -96,7 +96,7 @@ def build() -> builders.Dashboard:
             query_variable(
                 "topic",
                 "Topics the group commits offsets for",
-                'label_values(groupscope_committed_offset{group="$group"}, topic)',
+                'label_values(groupscope_committed_offset_sum{group="$group"}, topic)',
                 multi=True,
             )
         )
@@ -425,7 +425,7 @@ def build() -> builders.Dashboard:
             timeseries_panel(
                 "Offset lag",
                 "Log-end offset minus committed offset, summed over each topic's partitions.",
-                [prom('groupscope_lag{group="$group", topic=~"$topic"}', "{{topic}}")],
+                [prom('groupscope_lag_sum{group="$group", topic=~"$topic"}', "{{topic}}")],
                 (8, 8),
                 unit="short",
             )
@@ -456,7 +456,7 @@ def build() -> builders.Dashboard:
                             # A gauge (a sum over partitions, which can drop when an
                             # offset expires): deriv(), since rate() reads a drop as a
                             # counter reset.
-                            'deriv(groupscope_committed_offset{group="$group", '
+                            'deriv(groupscope_committed_offset_sum{group="$group", '
                             'topic=~"$topic"}[$__rate_interval])'
                         ),
                         "consumed {{topic}}",

@@ -5,7 +5,9 @@ and the tests that check the alert rules and dashboards only use metrics that ex
 Labels are bounded (docs/architecture.md, "Contracts"): group, topic, a rebalance cause
 from a fixed list, and partition only behind `--per-partition`; never a member id. Time
 series follow Prometheus conventions: counters end in `_total`, durations are in
-seconds, timestamps are Unix seconds.
+seconds, timestamps are Unix seconds, and a value summed over partitions ends in `_sum`
+(as kafka_exporter's kafka_consumergroup_lag_sum), so that it is not read as one
+partition's.
 
 A moment is published once, as a `_timestamp_seconds` gauge, and its age is computed in
 PromQL (`time() - x`), as Prometheus advises: a "seconds since" gauge would only repeat
@@ -148,13 +150,13 @@ METRICS: tuple[Metric, ...] = (
         "is time() - groupscope_group_last_commit_timestamp_seconds.",
     ),
     Metric(
-        "committed_offset",
+        "committed_offset_sum",
         "gauge",
         GROUP_TOPIC,
         "Committed offsets of the group on the topic, summed over partitions.",
     ),
     Metric(
-        "lag",
+        "lag_sum",
         "gauge",
         GROUP_TOPIC,
         "Offset lag: log-end offset minus committed offset, summed over the topic's "

@@ -290,7 +290,7 @@ def _offset_families(
     committed = np.zeros(n_pairs, np.int64)
     np.add.at(committed, offsets.pair, offsets.committed)
     pair_labels = [f'{{group="{escape(g)}",topic="{escape(t)}"}}' for g, t in pairs]
-    f["committed_offset"].extend(zip(pair_labels, committed.tolist(), strict=True))
+    f["committed_offset_sum"].extend(zip(pair_labels, committed.tolist(), strict=True))
     partition_labels: list[str] = []
     if options.per_partition:
         partition_labels = [
@@ -310,7 +310,7 @@ def _offset_families(
     seconds = np.full(n_pairs, -np.inf)
     np.maximum.at(seconds, offsets.pair[known], lag.seconds[known])
     for i in np.nonzero(has_lag)[0].tolist():
-        f["lag"].append((pair_labels[i], int(lag_sum[i])))
+        f["lag_sum"].append((pair_labels[i], int(lag_sum[i])))
         f["lag_seconds"].append((pair_labels[i], round(float(seconds[i]), 3)))
     for i in np.nonzero(known)[0].tolist() if partition_labels else ():
         f["partition_lag"].append((partition_labels[i], int(lag.lag[i])))

@@ -71,13 +71,15 @@ def expressions() -> list[tuple[str, str]]:
 
 def test_the_check_finds_gauges_under_counter_functions() -> None:
     recorded = recorded_rules()
-    assert offenders("rate(groupscope_lag[5m])", recorded) == ["rate() of groupscope_lag"]
+    assert offenders("rate(groupscope_lag_sum[5m])", recorded) == ["rate() of groupscope_lag_sum"]
     assert offenders('sum(irate(groupscope_lag_seconds{group="a"}[1m])) by (topic)', recorded)
     assert offenders("increase(group:groupscope_lag:sum[1h])", recorded)
     assert offenders("increase(nonexistent_total[1h])", recorded)
     assert not offenders("increase(sum(groupscope_group_rebalances_total)[5m:])", recorded)
     assert not offenders("increase(group:groupscope_rebalances:sum[1h])", recorded)
-    assert not offenders("deriv(groupscope_lag[15m]) > 0 and groupscope_lag > 1000", recorded)
+    assert not offenders(
+        "deriv(groupscope_lag_sum[15m]) > 0 and groupscope_lag_sum > 1000", recorded
+    )
 
 
 def test_there_are_expressions_and_counter_functions_to_check() -> None:

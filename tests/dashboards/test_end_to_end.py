@@ -257,7 +257,7 @@ def test_every_dashboard_promql_query_returns_data(run: Run, prometheus: Prometh
             empty.append(f"{q}: {expr}")
     assert empty == []
     # The lag panels show real lag: the run left 25 messages per partition unconsumed.
-    [lag] = prometheus.query(f'groupscope_lag{{group="{run.group}", topic="{run.topic}"}}')
+    [lag] = prometheus.query(f'groupscope_lag_sum{{group="{run.group}", topic="{run.topic}"}}')
     assert float(lag["value"][1]) > 0
 
 

@@ -203,7 +203,9 @@ def test_a_database_outage_counts_errors_moves_the_ages_and_recovers(
         assert second[age] - first[age] == pytest.approx(3, abs=1.5)
         # The last metrics stay up; the last refresh stays where it was.
         assert (
-            second[("groupscope_committed_offset", (("group", "payments"), ("topic", "orders")))]
+            second[
+                ("groupscope_committed_offset_sum", (("group", "payments"), ("topic", "orders")))
+            ]
             == 42
         )
         assert second[LAST_REFRESH] == first[LAST_REFRESH]
