@@ -33,15 +33,17 @@ def calls(expr: str) -> list[tuple[str, str]]:
     return found
 
 
+def rules() -> list[dict]:
+    return [r for g in yaml.safe_load(RULES.read_text())["groups"] for r in g["rules"]]
+
+
 def rule_expressions() -> dict[str, str]:
     """Every rule's expression by its name (`record` or `alert`)."""
-    groups = yaml.safe_load(RULES.read_text())["groups"]
-    return {r.get("record") or r["alert"]: r["expr"] for g in groups for r in g["rules"]}
+    return {r.get("record") or r["alert"]: r["expr"] for r in rules()}
 
 
 def recorded_rules() -> dict[str, str]:
-    groups = yaml.safe_load(RULES.read_text())["groups"]
-    return {r["record"]: r["expr"] for g in groups for r in g["rules"] if "record" in r}
+    return {r["record"]: r["expr"] for r in rules() if "record" in r}
 
 
 def is_counter(name: str, recorded: dict[str, str]) -> bool:
