@@ -96,7 +96,7 @@ def build() -> builders.Dashboard:
             query_variable(
                 "topic",
                 "Topics the group commits offsets for",
-                'label_values(groupscope_committed_offset{group="$group"}, topic)',
+                'label_values(groupscope_committed_offset_sum{group="$group"}, topic)',
                 multi=True,
             )
         )
@@ -169,7 +169,11 @@ def build() -> builders.Dashboard:
             stat_panel(
                 "Since last rebalance",
                 "Seconds since the group's last rebalance completed.",
-                [prom('groupscope_group_seconds_since_last_rebalance{group="$group"}')],
+                [
+                    prom(
+                        'time() - groupscope_group_last_rebalance_timestamp_seconds{group="$group"}'
+                    )
+                ],
                 (3, 4),
                 unit="s",
             )
@@ -182,7 +186,7 @@ def build() -> builders.Dashboard:
                     "commits-stopped alert fires after 15 minutes while the group "
                     "has members and lag."
                 ),
-                [prom('groupscope_group_seconds_since_last_commit{group="$group"}')],
+                [prom('time() - groupscope_group_last_commit_timestamp_seconds{group="$group"}')],
                 (3, 4),
                 unit="s",
                 steps=levels(orange=300, red=900),
@@ -421,7 +425,7 @@ def build() -> builders.Dashboard:
             timeseries_panel(
                 "Offset lag",
                 "Log-end offset minus committed offset, summed over each topic's partitions.",
-                [prom('groupscope_lag{group="$group", topic=~"$topic"}', "{{topic}}")],
+                [prom('groupscope_lag_sum{group="$group", topic=~"$topic"}', "{{topic}}")],
                 (8, 8),
                 unit="short",
             )
@@ -449,7 +453,10 @@ def build() -> builders.Dashboard:
                 [
                     prom(
                         (
-                            'rate(groupscope_committed_offset{group="$group", '
+                            # A gauge (a sum over partitions, which can drop when an
+                            # offset expires): deriv(), since rate() reads a drop as a
+                            # counter reset.
+                            'deriv(groupscope_committed_offset_sum{group="$group", '
                             'topic=~"$topic"}[$__rate_interval])'
                         ),
                         "consumed {{topic}}",

@@ -61,7 +61,7 @@ def build() -> builders.Dashboard:
             query_variable(
                 "topic",
                 "Topics the selected groups commit offsets for",
-                'label_values(groupscope_committed_offset{group=~"$group"}, topic)',
+                'label_values(groupscope_committed_offset_sum{group=~"$group"}, topic)',
                 multi=True,
                 all_value=".*",
             )
@@ -179,7 +179,7 @@ def build() -> builders.Dashboard:
                     ),
                     prom('groupscope_group_last_churn_ratio{group=~"$group"}', table_format=True),
                     prom(
-                        ('sum by (group) (groupscope_lag{group=~"$group", topic=~"$topic"})'),
+                        ('sum by (group) (groupscope_lag_sum{group=~"$group", topic=~"$topic"})'),
                         table_format=True,
                     ),
                     prom(
@@ -190,7 +190,8 @@ def build() -> builders.Dashboard:
                         table_format=True,
                     ),
                     prom(
-                        'groupscope_group_seconds_since_last_rebalance{group=~"$group"}',
+                        "time() - groupscope_group_last_rebalance_timestamp_seconds"
+                        '{group=~"$group"}',
                         table_format=True,
                     ),
                     prom('groupscope_group_storm{group=~"$group"}', table_format=True),
@@ -377,7 +378,7 @@ def build() -> builders.Dashboard:
                 ),
                 [
                     prom(
-                        'topk(10, groupscope_lag{group=~"$group", topic=~"$topic"})',
+                        'topk(10, groupscope_lag_sum{group=~"$group", topic=~"$topic"})',
                         "{{group}} / {{topic}}",
                     )
                 ],
@@ -392,7 +393,7 @@ def build() -> builders.Dashboard:
                 "Offset lag summed over each group's selected topics.",
                 [
                     prom(
-                        ('sum by (group) (groupscope_lag{group=~"$group", topic=~"$topic"})'),
+                        ('sum by (group) (groupscope_lag_sum{group=~"$group", topic=~"$topic"})'),
                         "{{group}}",
                     )
                 ],

@@ -17,10 +17,10 @@ them).
 Every name starts with `groupscope_`. Labels are bounded: `group`, `topic`, and
 `partition` only with `--per-partition`; never a member id. `reason` values are bounded
 categories without numbers (e.g. `OffsetCommitValue v3: truncated`, `unknown record
-type`); `source` names the job's source (one per job). The process metrics of
-prometheus-client's `ProcessCollector` are there too, as
-`groupscope_exporter_process_resident_memory_bytes`, `..._cpu_seconds_total`,
-`..._open_fds` and so on.
+type`); `source` names the job's source (one per job). prometheus-client's standard
+collectors are there too, under their usual names: `process_resident_memory_bytes`,
+`process_cpu_seconds_total`, `process_open_fds` and so on, `python_info` and
+`python_gc_*` (before #18, `groupscope_exporter_process_*`).
 
 | metric | type | labels | meaning |
 |---|---|---|---|

@@ -8,13 +8,14 @@ never waits for the database or the cluster, and costs the same with 10 groups o
 exporter's own counters) are rendered per scrape.
 
 The server starts before the store is there. If the store is unreachable or not
-migrated (at start or later), the previous metrics stay up, the "seconds since" gauges
-keep moving, `groupscope_exporter_refresh_errors_total` counts every failed refresh,
-and /readyz says why; the loop retries every interval, each attempt bounded by the
-engine's connect timeout. Each change of state is logged once.
+migrated (at start or later), the previous metrics stay up, the age gauges (counting
+from a stored moment) keep moving, `groupscope_exporter_refresh_errors_total` counts
+every failed refresh, and /readyz says why; the loop retries every interval, each
+attempt bounded by the engine's connect timeout. Each change of state is logged once.
 
-- `/metrics`: the exposition (gzip when the scraper accepts it), plus the process
-  metrics of prometheus-client's ProcessCollector under `groupscope_exporter_`.
+- `/metrics`: the exposition (gzip when the scraper accepts it), plus prometheus-client's
+  standard process and Python collectors under their usual names (`process_*`,
+  `python_info`, `python_gc_*`), which node and process dashboards expect.
 - `/healthz`: 200 while the refresh loop is alive (liveness).
 - `/readyz`: 200 once a refresh has succeeded and every live source of the streaming
   job (one that reported within `source_stale_after_s`) has caught up with
@@ -39,7 +40,13 @@ from typing import Any
 from urllib.parse import parse_qs
 
 import numpy as np
-from prometheus_client import CollectorRegistry, ProcessCollector, generate_latest
+from prometheus_client import (
+    CollectorRegistry,
+    GCCollector,
+    PlatformCollector,
+    ProcessCollector,
+    generate_latest,
+)
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from sqlalchemy import Engine
 
@@ -129,7 +136,10 @@ class Exporter:
         self.sources: dict[str, tuple[bool, str | None]] = {}  # source: (stale, degraded)
         self._first_refresh = threading.Event()
         self.process = CollectorRegistry(auto_describe=True)
-        ProcessCollector(namespace="groupscope_exporter", registry=self.process)
+        # Without a namespace, as every Python exporter publishes them.
+        ProcessCollector(registry=self.process)
+        PlatformCollector(registry=self.process)
+        GCCollector(registry=self.process)
         self._stop = threading.Event()
         self._loop: threading.Thread | None = None
         self._server: BoundedHTTPServer | None = None

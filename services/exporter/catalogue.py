@@ -5,7 +5,17 @@ and the tests that check the alert rules and dashboards only use metrics that ex
 Labels are bounded (docs/architecture.md, "Contracts"): group, topic, a rebalance cause
 from a fixed list, and partition only behind `--per-partition`; never a member id. Time
 series follow Prometheus conventions: counters end in `_total`, durations are in
-seconds, timestamps are Unix seconds.
+seconds, timestamps are Unix seconds, and a value summed over partitions ends in `_sum`
+(as kafka_exporter's kafka_consumergroup_lag_sum), so that it is not read as one
+partition's.
+
+A moment is published once, as a `_timestamp_seconds` gauge, and its age is computed in
+PromQL (`time() - x`), as Prometheus advises: a "seconds since" gauge would only repeat
+it, and be as old as the last scrape. The `..._seconds` ages that remain have no
+timestamp twin: group_state_seconds (the state's start is not published) and
+pipeline_status_age_seconds (the job's last status report, which is not the last batch
+of pipeline_last_batch_timestamp_seconds: an idle job reports without writing batches).
+Renames and removals are listed in docs/operations.md, "Upgrades and migrations".
 """
 
 from __future__ import annotations
@@ -114,13 +124,8 @@ METRICS: tuple[Metric, ...] = (
         "group_last_rebalance_timestamp_seconds",
         "gauge",
         GROUP,
-        "When the last rebalance completed (Unix seconds).",
-    ),
-    Metric(
-        "group_seconds_since_last_rebalance",
-        "gauge",
-        GROUP,
-        "Seconds since the last rebalance completed.",
+        "When the last rebalance completed (Unix seconds); its age is "
+        "time() - groupscope_group_last_rebalance_timestamp_seconds.",
     ),
     Metric(
         "group_state_seconds",
@@ -141,22 +146,17 @@ METRICS: tuple[Metric, ...] = (
         "group_last_commit_timestamp_seconds",
         "gauge",
         GROUP,
-        "Commit timestamp of the group's latest offset commit (Unix seconds).",
+        "Commit timestamp of the group's latest offset commit (Unix seconds); its age "
+        "is time() - groupscope_group_last_commit_timestamp_seconds.",
     ),
     Metric(
-        "group_seconds_since_last_commit",
-        "gauge",
-        GROUP,
-        "Seconds since the group's latest offset commit.",
-    ),
-    Metric(
-        "committed_offset",
+        "committed_offset_sum",
         "gauge",
         GROUP_TOPIC,
         "Committed offsets of the group on the topic, summed over partitions.",
     ),
     Metric(
-        "lag",
+        "lag_sum",
         "gauge",
         GROUP_TOPIC,
         "Offset lag: log-end offset minus committed offset, summed over the topic's "

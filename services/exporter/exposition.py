@@ -29,8 +29,6 @@ SERIES = BY_NAME[PREFIX + "exporter_series"]
 # Seconds since a stored timestamp, per label set: rendered at scrape time.
 AGES = (
     "group_state_seconds",
-    "group_seconds_since_last_rebalance",
-    "group_seconds_since_last_commit",
     "pipeline_status_age_seconds",
 )
 EXPORTER = (
@@ -189,11 +187,6 @@ def _since(snap: StoreSnapshot) -> dict[str, tuple[list[str], np.ndarray]]:
         since = g.state_since
         if since is not None:
             add("group_state_seconds", gl, since)
-        last = snap.last_rebalances.get(g.name)
-        if last is not None:
-            add("group_seconds_since_last_rebalance", gl, last.time)
-        if g.last_commit is not None:
-            add("group_seconds_since_last_commit", gl, g.last_commit)
     for p in snap.pipeline:
         add("pipeline_status_age_seconds", labels(source=p.source), p.updated_at)
     return {
@@ -297,7 +290,7 @@ def _offset_families(
     committed = np.zeros(n_pairs, np.int64)
     np.add.at(committed, offsets.pair, offsets.committed)
     pair_labels = [f'{{group="{escape(g)}",topic="{escape(t)}"}}' for g, t in pairs]
-    f["committed_offset"].extend(zip(pair_labels, committed.tolist(), strict=True))
+    f["committed_offset_sum"].extend(zip(pair_labels, committed.tolist(), strict=True))
     partition_labels: list[str] = []
     if options.per_partition:
         partition_labels = [
@@ -317,7 +310,7 @@ def _offset_families(
     seconds = np.full(n_pairs, -np.inf)
     np.maximum.at(seconds, offsets.pair[known], lag.seconds[known])
     for i in np.nonzero(has_lag)[0].tolist():
-        f["lag"].append((pair_labels[i], int(lag_sum[i])))
+        f["lag_sum"].append((pair_labels[i], int(lag_sum[i])))
         f["lag_seconds"].append((pair_labels[i], round(float(seconds[i]), 3)))
     for i in np.nonzero(known)[0].tolist() if partition_labels else ():
         f["partition_lag"].append((partition_labels[i], int(lag.lag[i])))

@@ -229,7 +229,7 @@ def test_the_storm_alert_fires(run: Run, prometheus: Prometheus) -> None:
     assert alert["labels"]["group"] == run.group
     assert alert["labels"]["severity"] == "warning"
     assert alert["annotations"]["summary"].startswith(f"Rebalance storm in group {run.group}: ")
-    assert f"groupscope postmortem {run.group} --since 30m" in alert["annotations"]["runbook"]
+    assert f"groupscope postmortem {run.group} --since 30m" in alert["annotations"]["description"]
     series = prometheus.query(f'ALERTS{{alertname="{STORM_ALERT}", alertstate="firing"}}')
     assert [s["metric"]["group"] for s in series] == [run.group]
 
@@ -257,7 +257,7 @@ def test_every_dashboard_promql_query_returns_data(run: Run, prometheus: Prometh
             empty.append(f"{q}: {expr}")
     assert empty == []
     # The lag panels show real lag: the run left 25 messages per partition unconsumed.
-    [lag] = prometheus.query(f'groupscope_lag{{group="{run.group}", topic="{run.topic}"}}')
+    [lag] = prometheus.query(f'groupscope_lag_sum{{group="{run.group}", topic="{run.topic}"}}')
     assert float(lag["value"][1]) > 0
 
 

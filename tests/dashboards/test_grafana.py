@@ -202,7 +202,7 @@ def test_every_promql_query_selects_only_catalogue_metrics() -> None:
         "groupscope_group_storm",
         "groupscope_group_partition_moves_total",
         "groupscope_lag_seconds",
-        "groupscope_lag",
+        "groupscope_lag_sum",
         "groupscope_pipeline_caught_up",
         "groupscope_pipeline_status_age_seconds",
         "groupscope_decode_failures_total",

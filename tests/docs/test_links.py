@@ -1,5 +1,5 @@
 """Every relative link in README.md and docs/ leads to a file of the repository and, with
-an anchor, to a heading of that file (GitHub's anchors)."""
+an anchor, to a heading of that file (GitHub's anchors) or an explicit `<a id>`."""
 
 from __future__ import annotations
 
@@ -20,7 +20,8 @@ def anchor(heading: str) -> str:
 
 def anchors(page: Path) -> set[str]:
     text = FENCE.sub("", page.read_text())
-    return {anchor(h) for h in re.findall(r"^#+ (.+)$", text, re.MULTILINE)}
+    headings = {anchor(h) for h in re.findall(r"^#+ (.+)$", text, re.MULTILINE)}
+    return headings | set(re.findall(r'<a id="([\w-]+)"></a>', text))
 
 
 def links(page: Path) -> list[str]:

@@ -67,10 +67,14 @@ def test_metrics_health_and_readiness(exporter, store_engine: Engine) -> None:
     assert status == 200
     s = samples(body)
     labels = (("group", "payments"), ("topic", topic))
-    assert s[("groupscope_lag", labels)] == (5 - 3) + (5 - 5)
-    assert s[("groupscope_committed_offset", labels)] == 8
+    assert s[("groupscope_lag_sum", labels)] == (5 - 3) + (5 - 5)
+    assert s[("groupscope_committed_offset_sum", labels)] == 8
     assert s[("groupscope_exporter_lag_partitions", ())] == 2
-    assert any(name.startswith("groupscope_exporter_process_") for name, _ in s)
+    # The standard collectors, under their usual names.
+    assert ("process_resident_memory_bytes", ()) in s
+    assert any(name == "python_info" for name, _ in s)
+    assert any(name.startswith("python_gc_") for name, _ in s)
+    assert not any(name.startswith("groupscope_exporter_process_") for name, _ in s)
     status, zipped, headers = get(base + "/metrics", gzipped=True)
     assert headers["Content-Encoding"] == "gzip"
     assert samples(gzip.decompress(zipped)).keys() == s.keys()
@@ -97,7 +101,7 @@ def test_a_store_outage_keeps_the_last_metrics_and_counts_errors(exporter) -> No
     # Counted as the refresh fails, not once the store is back (the refresh loop may
     # have failed too meanwhile).
     assert after[("groupscope_exporter_refresh_errors_total", ())] >= 1
-    assert after[("groupscope_lag", (("group", "payments"), ("topic", topic)))] == 2
+    assert after[("groupscope_lag_sum", (("group", "payments"), ("topic", topic)))] == 2
     assert app.stats.refresh_errors >= 1
     assert get(f"http://127.0.0.1:{app.port}/readyz")[0] == 503
     assert before.keys() == after.keys()
@@ -110,10 +114,10 @@ def test_lag_follows_the_log_between_refreshes(exporter, kafka_broker) -> None:
     labels = (("group", "payments"), ("topic", topic))
     while time.monotonic() < deadline:
         s = samples(get(f"http://127.0.0.1:{app.port}/metrics")[1])
-        if s[("groupscope_lag", labels)] == 2 + 4:
+        if s[("groupscope_lag_sum", labels)] == 2 + 4:
             break
         time.sleep(0.2)
-    assert s[("groupscope_lag", labels)] == 6
+    assert s[("groupscope_lag_sum", labels)] == 6
     assert s[("groupscope_lag_seconds", labels)] > 0
 
 

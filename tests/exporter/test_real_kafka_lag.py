@@ -278,7 +278,7 @@ def lag_samples(running: Running, topic: str) -> dict[str, dict]:
     for group in GROUPS:
         labels = (("group", group), ("topic", topic))
         out[group] = {
-            "lag": metrics.get(("groupscope_lag", labels)),
+            "lag": metrics.get(("groupscope_lag_sum", labels)),
             "seconds": metrics.get(("groupscope_lag_seconds", labels)),
             "partitions": {
                 int(dict(key)["partition"]): value
