@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import sys
 import time
 from pathlib import Path
@@ -82,9 +81,9 @@ start), stops Spark and the embedded PostgreSQL, and exits 143 (SIGTERM) or 130 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from services.kafka_options import add_kafka_arguments
+    from services.settings import env
     from services.store.options import add_database_url_argument
 
-    env = os.environ.get
     parser.add_argument(
         "--source",
         nargs="+",
