@@ -8,8 +8,9 @@ SASL/SSL and the like as repeated `--kafka-config KEY=VALUE` or a Java-style
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
+
+from services.settings import env
 
 SECRET_HINTS = ("password", "secret", "token", "key")
 
@@ -18,7 +19,7 @@ def add_kafka_arguments(parser: argparse.ArgumentParser, purpose: str = "") -> N
     """--bootstrap-servers, --kafka-config and --kafka-config-file."""
     parser.add_argument(
         "--bootstrap-servers",
-        default=os.environ.get("GROUPSCOPE_BOOTSTRAP_SERVERS"),
+        default=env("GROUPSCOPE_BOOTSTRAP_SERVERS"),
         help=f"Kafka bootstrap servers{purpose} (env GROUPSCOPE_BOOTSTRAP_SERVERS)",
     )
     parser.add_argument(

@@ -17,11 +17,14 @@ docs/operations.md says why. `python -m spark_jobs.connector` prints the coordin
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from spark_jobs.settings import SparkSettings
 
 GROUP = "org.apache.spark"
 ARTIFACT = "spark-sql-kafka-0-10"
@@ -65,13 +68,17 @@ def installed() -> tuple[str, str]:
     return "2.13", pyspark.__version__  # Spark 4 is built for Scala 2.13 only
 
 
-def coordinate(scala: str | None = None, version: str | None = None) -> str:
+def coordinate(
+    scala: str | None = None, version: str | None = None, settings: SparkSettings | None = None
+) -> str:
     """The connector's Maven coordinate for a Spark version (default: the installed
     one), substituted where Central lacks it."""
     if scala is None or version is None:
         found_scala, found_version = installed()
         scala, version = scala or found_scala, version or found_version
-    version = os.environ.get("GROUPSCOPE_SPARK_KAFKA_VERSION") or SUBSTITUTES.get(version, version)
+    from spark_jobs.settings import current
+
+    version = current(settings).spark_kafka_version or SUBSTITUTES.get(version, version)
     return f"{GROUP}:{ARTIFACT}_{scala}:{version}"
 
 
@@ -80,7 +87,9 @@ def named(settings: Mapping[str, str]) -> bool:
     return any(ARTIFACT in settings.get(key, "") for key in ("spark.jars.packages", "spark.jars"))
 
 
-def with_connector(conf: Mapping[str, str], given: Mapping[str, str]) -> dict[str, str]:
+def with_connector(
+    conf: Mapping[str, str], given: Mapping[str, str], settings: SparkSettings | None = None
+) -> dict[str, str]:
     """`conf` (the user's `--conf`) plus the connector in `spark.jars.packages`, after
     whatever packages `given` (everything the JVM will be started with) already has,
     and the jars PySpark ships excluded unless `spark.jars.excludes` is set. Unchanged
@@ -89,7 +98,7 @@ def with_connector(conf: Mapping[str, str], given: Mapping[str, str]) -> dict[st
     if named(given):
         return out
     packages = given.get("spark.jars.packages", "").strip().strip(",")
-    out["spark.jars.packages"] = ",".join(p for p in (packages, coordinate()) if p)
+    out["spark.jars.packages"] = ",".join(p for p in (packages, coordinate(settings=settings)) if p)
     if "spark.jars.excludes" not in given:
         out["spark.jars.excludes"] = ",".join(SHIPPED)
     return out

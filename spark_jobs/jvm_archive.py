@@ -21,27 +21,34 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
+    from spark_jobs.settings import SparkSettings
+
 ENV = "GROUPSCOPE_JVM_ARCHIVE"
 QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"  # Spark's signed jars are skipped, loudly
 
 
 def _java() -> Path | None:
-    """The java that spark-submit runs: $JAVA_HOME/bin/java, else the one on PATH."""
+    """The java that spark-submit runs: $JAVA_HOME/bin/java, else the one on PATH
+    (JAVA_HOME is Java's own variable, read here as spark-submit reads it)."""
     home = os.environ.get("JAVA_HOME")
     found = str(Path(home) / "bin" / "java") if home else shutil.which("java")
     return Path(found).resolve() if found and Path(found).exists() else None
 
 
-def archive_path() -> Path | None:
-    """Where this Java and this Spark keep their archive; None when switched off or
-    there is no java to key it on."""
-    setting = os.environ.get(ENV, "")
+def archive_path(settings: SparkSettings | None = None) -> Path | None:
+    """Where this Java and this Spark keep their archive (`GROUPSCOPE_JVM_ARCHIVE`,
+    `SparkSettings.jvm_archive`); None when switched off or there is no java to key it
+    on."""
+    from spark_jobs.settings import current
+
+    setting = current(settings).jvm_archive
     if setting == "off":
         return None
     if setting:
@@ -57,9 +64,9 @@ def archive_path() -> Path | None:
     return Path(sys.prefix) / "share" / "groupscope" / f"jvm-{digest}.jsa"
 
 
-def archive_options() -> str:
+def archive_options(settings: SparkSettings | None = None) -> str:
     """JVM options that map the archive, or "" when there is none."""
-    path = archive_path()
+    path = archive_path(settings)
     if path is None or not path.is_file():
         return ""
     # Should the archive still be unusable, the crash report goes to the temp directory,
@@ -77,9 +84,10 @@ def _train(target: Path) -> None:
     from services.codec import encode_key, encode_value
     from spark_jobs.batch import reduce_batch
     from spark_jobs.session import spark_session
+    from spark_jobs.settings import SparkSettings
     from spark_jobs.sources import replay
 
-    os.environ[ENV] = "off"
+    settings = replace(SparkSettings.from_environment(), jvm_archive="off")
     key = encode_key("offset_commit", {"group": "g", "topic": "t", "partition": 0})
     value = encode_value("offset_commit", 3, {"offset": 1, "commit_timestamp": 1})
     with tempfile.TemporaryDirectory(prefix="gs-jvm-archive-") as tmp:
@@ -100,6 +108,7 @@ def _train(target: Path) -> None:
             "local[2]",
             app_name="groupscope-jvm-archive",
             extra_java_options=f"-XX:ArchiveClassesAtExit={target} {QUIET}",
+            settings=settings,
         )
 
         def reduce_to_arrow(df: DataFrame, _: int) -> None:

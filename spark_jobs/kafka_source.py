@@ -339,17 +339,19 @@ def kafka_stream(
     max_records: int | None,
     bases: dict[str, int] | None = None,
     max_outage: float | None = None,
+    range_reader: str | None = None,
 ) -> DataFrame:
     """`__consumer_offsets` (or `topic`) as a stream, through this source. `bases`: the
     partitions' position bases of an earlier checkpoint, for a new one to start from; a
-    broker outage is waited out, for at most `max_outage` seconds when given."""
+    broker outage is waited out, for at most `max_outage` seconds when given.
+    `range_reader`: the reader `chosen_reader` chose (default: choose now)."""
     spark.dataSource.register(KafkaDataSource)
     reader = (
         spark.readStream.format(FORMAT)
         .option("bootstrap.servers", bootstrap)
         .option("topic", topic)
         .option("config", json.dumps(config))
-        .option("reader", chosen_reader())
+        .option("reader", range_reader or chosen_reader())
     )
     if max_records:
         reader = reader.option("maxRecordsPerTrigger", str(max_records))

@@ -18,7 +18,6 @@ from __future__ import annotations
 import gc
 import json
 import logging
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Protocol
@@ -27,9 +26,9 @@ import pyarrow as pa
 
 from services.outage import Outage
 from spark_jobs.broker import BrokerProbe, wait_for_broker
+from spark_jobs.settings import SparkSettings, current
 
 _log = logging.getLogger("groupscope.kafka")
-READERS = ("auto", "native", "python")
 ARROW_ROWS = 65_536
 POLL_MS = 1000
 IDLE_POLLS = 30  # give up on a range after this many empty polls in a row
@@ -259,11 +258,10 @@ def _native_or_say_why() -> bool:
     return True
 
 
-def chosen_reader() -> str:
-    """GROUPSCOPE_KAFKA_READER, checked on the driver: `auto` becomes what this machine has."""
-    choice = os.environ.get("GROUPSCOPE_KAFKA_READER", "auto")
-    if choice not in READERS:
-        raise ValueError(f"GROUPSCOPE_KAFKA_READER={choice!r}: expected one of {READERS}")
+def chosen_reader(settings: SparkSettings | None = None) -> str:
+    """GROUPSCOPE_KAFKA_READER (`SparkSettings.kafka_reader`, a known name already),
+    checked on the driver: `native` must be built here."""
+    choice = current(settings).kafka_reader
     if choice == "native" and not native_available():
         raise ValueError(
             "GROUPSCOPE_KAFKA_READER=native, but spark_jobs._kafka_read is not built "

@@ -13,6 +13,10 @@ import re
 import shlex
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from spark_jobs.settings import SparkSettings
 
 # local, local[N], local[*], local[N,F], local-cluster[N,C,M], spark://h:p[,h:p], yarn,
 # k8s://URL: the masters Spark 4 accepts (SparkContext.createTaskScheduler).
@@ -25,7 +29,7 @@ _MASTER = re.compile(
 LAUNCH_KEYS = ("spark.driver.memory", "spark.driver.extraJavaOptions")
 
 
-def defaults(local: bool) -> dict[str, str]:
+def defaults(local: bool, settings: SparkSettings | None = None) -> dict[str, str]:
     """The settings the job fills in where nobody set them, and why:
 
     - shuffle partitions 4 (`GROUPSCOPE_SHUFFLE`): a batch's reduction shuffles a few
@@ -40,8 +44,11 @@ def defaults(local: bool) -> dict[str, str]:
       `--conf spark.ui.enabled=true` brings it back), and the driver on the loopback
       address unless `SPARK_LOCAL_IP` says otherwise, since nothing outside reaches it.
     """
-    settings = {
-        "spark.sql.shuffle.partitions": os.environ.get("GROUPSCOPE_SHUFFLE", "4"),
+    from spark_jobs.settings import current
+
+    shuffle = current(settings).shuffle_partitions
+    filled = {
+        "spark.sql.shuffle.partitions": str(shuffle),
         "spark.sql.execution.arrow.pyspark.enabled": "true",
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.objectHashAggregate.sortBased.fallbackThreshold": "100000",
@@ -49,10 +56,10 @@ def defaults(local: bool) -> dict[str, str]:
         "spark.ui.showConsoleProgress": "false",
     }
     if local:
-        settings["spark.ui.enabled"] = "false"
-        if not os.environ.get("SPARK_LOCAL_IP"):
-            settings |= {"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1"}
-    return settings
+        filled["spark.ui.enabled"] = "false"
+        if not os.environ.get("SPARK_LOCAL_IP"):  # Spark's own variable
+            filled |= {"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1"}
+    return filled
 
 
 def is_local(master: str) -> bool:

@@ -11,15 +11,15 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from services.kafka_options import kafka_config, redact
+from services.kafka_options import redact
 from services.outage import Outage, OutageError
 from spark_jobs import health
+from spark_jobs.stream_config import StreamConfig
 
 if TYPE_CHECKING:
     from spark_jobs.dependencies import BrokerWatch
@@ -81,9 +81,9 @@ start), stops Spark and the embedded PostgreSQL, and exits 143 (SIGTERM) or 130 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from services.kafka_options import add_kafka_arguments
+    from services.settings import env
     from services.store.options import add_database_url_argument
 
-    env = os.environ.get
     parser.add_argument(
         "--source",
         nargs="+",
@@ -172,40 +172,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def parse_seconds(text: str) -> float:
-    """The --trigger interval in seconds (0 runs batches back to back)."""
-    from services.durations import seconds_flag
-
-    return seconds_flag("--trigger", text, positive=False)
-
-
-def check_numbers(args: argparse.Namespace) -> None:
-    """The read limits and partition count within what Spark and Kafka take."""
-    from services.cli import UsageError
-    from services.limits import INT32_MAX, INT64_MAX, MAX_OFFSETS_PARTITIONS, at_most
-
-    if args.offsets_partitions <= 0:
-        raise UsageError("--offsets-partitions must be positive")
-    at_most("--offsets-partitions", args.offsets_partitions, MAX_OFFSETS_PARTITIONS)
-    if args.max_records_per_trigger <= 0:
-        raise UsageError("--max-records-per-trigger must be positive")
-    at_most("--max-records-per-trigger", args.max_records_per_trigger, INT64_MAX)
-    if args.max_files_per_trigger is not None:  # Spark's maxFilesPerTrigger is an int
-        if args.max_files_per_trigger <= 0:
-            raise UsageError("--max-files-per-trigger must be positive")
-        at_most("--max-files-per-trigger", args.max_files_per_trigger, INT32_MAX)
-
-
-def spark_options(args: argparse.Namespace) -> None:
-    """--master and --conf checked (one-line errors) and kept as `args.spark_conf`."""
-    from spark_jobs.spark_conf import check_master, parse_conf
-
-    if args.master:
-        args.master = check_master(args.master)
-    args.spark_conf = parse_conf(args.conf)
-
-
-def _session(args: argparse.Namespace, kind: str = "kafka") -> Any:
+def _session(config: StreamConfig) -> Any:
     """The Spark session; a --master that contradicts spark-submit's is a usage error.
 
     For `spark-kafka`, a JVM this process starts gets Spark's Kafka connector through
@@ -219,17 +186,16 @@ def _session(args: argparse.Namespace, kind: str = "kafka") -> Any:
     from spark_jobs.session import SubmittedMasterError, spark_session, under_spark_submit
     from spark_jobs.spark_conf import configured_before_launch
 
-    conf = args.spark_conf
+    kind, master = config.kind, config.master
+    conf = dict(config.spark_conf)
     launching = not under_spark_submit() and SparkContext._gateway is None
     if kind == "spark-kafka" and launching:
-        given = configured_before_launch(
-            conf | ({"spark.master": args.master} if args.master else {})
-        )
-        conf = connector.with_connector(conf, given)
+        given = configured_before_launch(conf | ({"spark.master": master} if master else {}))
+        conf = connector.with_connector(conf, given, config.spark)
         if conf.get("spark.jars.packages") != given.get("spark.jars.packages"):
             log.info("Spark's Kafka connector: spark.jars.packages=%s", conf["spark.jars.packages"])
     try:
-        spark = spark_session(args.master, conf=conf)
+        spark = spark_session(master, conf=conf, settings=config.spark)
     except SubmittedMasterError as exc:
         raise UsageError(str(exc)) from None
     except PySparkRuntimeError as exc:
@@ -245,48 +211,13 @@ def _session(args: argparse.Namespace, kind: str = "kafka") -> Any:
     return spark
 
 
-def resolve_source(args: argparse.Namespace) -> tuple[str, Path | None]:
-    from services.cli import UsageError
-
-    source = args.source or (["kafka"] if args.bootstrap_servers else None)
-    if not source:
-        raise UsageError("give --bootstrap-servers (a Kafka cluster) or --source replay DIR")
-    kind = source[0]
-    if kind == "replay":
-        if len(source) != 2:
-            raise UsageError("--source replay needs a directory: --source replay DIR")
-        directory = Path(source[1])
-        if not (directory / "records").is_dir():
-            raise UsageError(f"{directory} is not a replay directory (no records/ folder)")
-        return kind, directory
-    if kind not in ("kafka", "spark-kafka") or len(source) != 1:
-        raise UsageError(f"unknown --source {' '.join(source)!r}: kafka, spark-kafka or replay DIR")
-    if not args.bootstrap_servers:
-        raise UsageError(f"--source {kind} needs --bootstrap-servers")
-    return kind, None
-
-
 def run(args: argparse.Namespace) -> int:
-    """Validate the arguments, then run the query until it stops (or once)."""
-    from services.cli import UsageError
+    """Validate the arguments (into a `StreamConfig`), then run the query until it
+    stops (or once)."""
     from spark_jobs.checkpoint import default_location
     from spark_jobs.connector import ConnectorMissingError
 
-    kind, directory = resolve_source(args)
-    config = kafka_config(args)
-    trigger = parse_seconds(args.trigger)
-    check_numbers(args)
-    spark_options(args)
-    from spark_jobs.dependencies import max_outage
-
-    limit = max_outage(args.max_outage, args.once)
-    if kind == "kafka":
-        from spark_jobs.range_reader import chosen_reader
-
-        try:
-            chosen_reader()
-        except ValueError as exc:
-            raise UsageError(str(exc)) from None
+    config = StreamConfig.from_arguments(args)
     logging.basicConfig(
         level=logging.WARNING, stream=sys.stderr, format="%(asctime)s %(name)s %(message)s"
     )
@@ -297,30 +228,19 @@ def run(args: argparse.Namespace) -> int:
         log.warning(
             "services.codec._speedups cannot be loaded: group records decode in pure Python"
         )
-    name = (
-        f"replay:{directory.resolve()}"
-        if directory
-        else (f"{kind}:{args.bootstrap_servers}/{args.topic}")
+    name = config.name
+    checkpoint = config.checkpoint or default_location(name, config.database_url)
+    log.info(
+        "source %s, client config %s, checkpoint %s", name, redact(dict(config.kafka)), checkpoint
     )
-    checkpoint = args.checkpoint or default_location(name, args.database_url)
-    log.info("source %s, client config %s, checkpoint %s", name, redact(config), checkpoint)
     try:
-        return _run_query(args, kind, directory, config, trigger, name, checkpoint, limit)
+        return _run_query(config, checkpoint)
     except (OutageError, ConnectorMissingError) as exc:
         print(f"groupscope stream: {exc}", file=sys.stderr)
         return 1
 
 
-def _run_query(
-    args: argparse.Namespace,
-    kind: str,
-    directory: Path | None,
-    config: dict[str, str],
-    trigger: float,
-    name: str,
-    checkpoint: Path,
-    limit: float | None,
-) -> int:
+def _run_query(config: StreamConfig, checkpoint: Path) -> int:
     from services.store.database import create_store_engine, database_url, redacted
     from services.store.repository import HistoryStore
     from services.store.retry import RetryPolicy
@@ -331,53 +251,58 @@ def _run_query(
     from spark_jobs.sources import replay, spark_kafka
     from spark_jobs.topic_names import TopicNames
 
-    with database_url(args.database_url) as url:
+    kind, directory, name, limit = config.kind, config.directory, config.name, config.max_outage
+    client = dict(config.kafka)
+    with database_url(config.database_url) as url:
         log.info("history store %s", redacted(url))
         # A connect that hangs (a host that drops packets) counts as a failed attempt.
         engine = create_store_engine(url, connect_args={"connect_timeout": CONNECT_TIMEOUT_S})
         try:
             store_outage = Outage("the database", log)
             known = prepare_store(
-                url, engine, lambda: latest_generations(engine), args.once, limit, store_outage
+                url, engine, lambda: latest_generations(engine), config.once, limit, store_outage
             )
             bases = prepare(
                 checkpoint,
                 HistoryStore(engine),
                 name,
-                redacted(args.database_url),
-                args.reset_checkpoint,
+                redacted(config.database_url),
+                config.reset_checkpoint,
             )
             watch = None
             if kind == "kafka":
-                watch = await_broker(args.bootstrap_servers, config, args.topic, args.once, limit)
-            spark = _session(args, kind)
+                watch = await_broker(
+                    config.bootstrap_servers, client, config.topic, config.once, limit
+                )
+            spark = _session(config)
             if kind == "replay":
-                df = replay(spark, directory, args.max_files_per_trigger)  # type: ignore[arg-type]
+                df = replay(spark, directory, config.max_files_per_trigger)  # type: ignore[arg-type]
             elif kind == "spark-kafka":
                 df = spark_kafka(
                     spark,
-                    args.bootstrap_servers,
-                    args.topic,
-                    config,
-                    args.max_records_per_trigger,
-                    args.offsets_partitions,
+                    config.bootstrap_servers,
+                    config.topic,
+                    client,
+                    config.max_records_per_trigger,
+                    config.offsets_partitions,
                 )
             else:
                 from spark_jobs.kafka_source import kafka_stream
 
                 df = kafka_stream(
                     spark,
-                    args.bootstrap_servers,
-                    args.topic,
-                    config,
-                    args.max_records_per_trigger,
+                    config.bootstrap_servers,
+                    config.topic,
+                    client,
+                    config.max_records_per_trigger,
                     bases,
                     limit,
+                    config.reader,
                 )
             processor = BatchProcessor(
                 HistoryStore(engine),
                 name,
-                args.offsets_partitions,
+                config.offsets_partitions,
                 known,
                 # Without a count: a live job writes through an outage of any length.
                 RetryPolicy(attempts=None, max_delay=10.0, max_outage=limit),
@@ -386,16 +311,16 @@ def _run_query(
                 end_quietly=True,
                 topic_names=None
                 if kind == "replay"
-                else TopicNames(config | {"bootstrap.servers": args.bootstrap_servers}),
+                else TopicNames(client | {"bootstrap.servers": config.bootstrap_servers}),
                 store_outage=store_outage,
             )
             writer = df.writeStream.foreachBatch(processor).option(
                 "checkpointLocation", str(checkpoint)
             )
-            if args.once:
+            if config.once:
                 writer = writer.trigger(availableNow=True)
             else:
-                writer = writer.trigger(processingTime=f"{int(trigger * 1000)} milliseconds")
+                writer = writer.trigger(processingTime=f"{int(config.trigger * 1000)} milliseconds")
             query = writer.start()
             _follow(query, processor, watch, limit)
         finally:

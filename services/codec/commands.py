@@ -6,9 +6,10 @@ import argparse
 import base64
 import binascii
 import json
-import os
 import sys
 from typing import Any, TextIO
+
+from services.settings import env
 
 DECODE_EPILOG = """\
 input, one JSON object per line:
@@ -53,7 +54,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     decode.add_argument(
         "--input-format",
         choices=("hex", "base64"),
-        default=os.environ.get("GROUPSCOPE_INPUT_FORMAT", "hex"),
+        default=env("GROUPSCOPE_INPUT_FORMAT", "hex"),
         help="how key and value bytes are written in the input (default: hex; "
         "env GROUPSCOPE_INPUT_FORMAT)",
     )
@@ -71,7 +72,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     pf.add_argument(
         "--partitions",
         type=int,
-        default=os.environ.get("GROUPSCOPE_OFFSETS_PARTITIONS", "50"),
+        default=env("GROUPSCOPE_OFFSETS_PARTITIONS", "50"),
         help="offsets.topic.num.partitions of the cluster (default: 50; "
         "env GROUPSCOPE_OFFSETS_PARTITIONS)",
     )

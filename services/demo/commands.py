@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
+
+from services.settings import env
 
 EPILOG = """\
 what it does (about a minute; Spark's start-up is most of it):
@@ -48,7 +49,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--workdir",
         type=Path,
-        default=Path(os.environ.get("GROUPSCOPE_DATA_DIR", ".groupscope")) / "demo",
+        default=Path(env("GROUPSCOPE_DATA_DIR", ".groupscope")) / "demo",
         help="where the demo keeps its database, capture and checkpoint (default .groupscope/demo)",
     )
     add_database_url_argument(parser)

@@ -22,8 +22,6 @@ DEVELOPMENT = ("benchmarks", "tests", "Makefile", ".ci")
 SUFFIXES = {".py", ".sh", ".yml", ".yaml", ""}
 
 NAME = re.compile(r"\bGROUPSCOPE_[A-Z0-9_]*[A-Z0-9]\b")
-# services/workload/commands.py reads f"GROUPSCOPE_{name}" through a helper.
-WORKLOAD_HELPER = re.compile(r'\b_env\(\s*"([A-Z0-9_]+)"')
 
 
 @dataclass(frozen=True)
@@ -223,7 +221,6 @@ def mentioned(roots: tuple[str, ...] = PRODUCT + DEVELOPMENT) -> dict[str, list[
     for path in _files(roots):
         text = path.read_text(errors="replace")
         names = set(NAME.findall(text))
-        names.update(f"GROUPSCOPE_{n}" for n in WORKLOAD_HELPER.findall(text))
         for name in names:
             where.setdefault(name, []).append(str(path.relative_to(ROOT)))
     return dict(sorted(where.items()))

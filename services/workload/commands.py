@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import os
 from typing import TYPE_CHECKING
+
+from services.settings import env
 
 if TYPE_CHECKING:
     from services.workload.config import WorkloadConfig
@@ -50,10 +51,6 @@ MAX_REPLICATION_FACTOR = 32_767
 MAX_RATE = 1_000_000.0
 
 
-def _env(name: str, default: str | None = None) -> str | None:
-    return os.environ.get(f"GROUPSCOPE_{name}", default)
-
-
 def register(subparsers: argparse._SubParsersAction) -> None:
     from services.kafka_options import add_kafka_arguments
 
@@ -71,21 +68,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_kafka_arguments(parser, " to run the workload on")
     parser.add_argument(
         "--prefix",
-        default=_env("WORKLOAD_PREFIX", "workload"),
+        default=env("GROUPSCOPE_WORKLOAD_PREFIX", "workload"),
         help="prefix of the topic and group names (env GROUPSCOPE_WORKLOAD_PREFIX; "
         "default workload)",
     )
     parser.add_argument(
         "--members",
         type=int,
-        default=_env("WORKLOAD_MEMBERS", "3") or "3",
+        default=env("GROUPSCOPE_WORKLOAD_MEMBERS", "3") or "3",
         metavar="N",
         help="members each group starts with (env GROUPSCOPE_WORKLOAD_MEMBERS; default 3)",
     )
     parser.add_argument(
         "--kip848",
         action="store_true",
-        default=(_env("WORKLOAD_KIP848", "") or "").lower() in TRUE,
+        default=(env("GROUPSCOPE_WORKLOAD_KIP848", "") or "").lower() in TRUE,
         help="add a KIP-848 group (group.protocol=consumer; Apache Kafka 4.0+) "
         "(env GROUPSCOPE_WORKLOAD_KIP848=true)",
     )
@@ -106,19 +103,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--rate",
         type=float,
-        default=_env("WORKLOAD_RATE", "20") or "20",
+        default=env("GROUPSCOPE_WORKLOAD_RATE", "20") or "20",
         metavar="N",
         help="messages per second over all topics (env GROUPSCOPE_WORKLOAD_RATE; default 20)",
     )
     parser.add_argument(
         "--step-interval",
-        default=_env("WORKLOAD_STEP_INTERVAL", "90s"),
+        default=env("GROUPSCOPE_WORKLOAD_STEP_INTERVAL", "90s"),
         metavar="D",
         help="time between steps (env GROUPSCOPE_WORKLOAD_STEP_INTERVAL; default 90s)",
     )
     parser.add_argument(
         "--steps",
-        default=_env("WORKLOAD_STEPS"),
+        default=env("GROUPSCOPE_WORKLOAD_STEPS"),
         metavar="KINDS",
         help="the cycle of steps, comma-separated (env GROUPSCOPE_WORKLOAD_STEPS; default "
         "crash-loop,scale-up,restart,scale-up,scale-down,restart,scale-down)",
@@ -157,7 +154,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--health-file",
-        default=_env("WORKLOAD_HEALTH_FILE"),
+        default=env("GROUPSCOPE_WORKLOAD_HEALTH_FILE"),
         metavar="PATH",
         help="touch PATH every moment the workload is alive, for container health checks "
         "(env GROUPSCOPE_WORKLOAD_HEALTH_FILE)",

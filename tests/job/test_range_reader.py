@@ -12,8 +12,10 @@ import pyarrow as pa
 import pytest
 from confluent_kafka import Producer
 
+from services.cli import UsageError
 from spark_jobs import range_reader
 from spark_jobs.range_reader import SCHEMA, chosen_reader, native_available, read_range
+from spark_jobs.settings import SparkSettings
 
 BUILD = "`make setup` (or `pip install -e .`) builds spark_jobs._kafka_read with the C compiler"
 KINDS = [
@@ -165,8 +167,9 @@ def test_the_reader_choice(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("GROUPSCOPE_KAFKA_READER", "python")
     assert chosen_reader() == "python"
     monkeypatch.setenv("GROUPSCOPE_KAFKA_READER", "fast")
-    with pytest.raises(ValueError, match="GROUPSCOPE_KAFKA_READER='fast'"):
+    with pytest.raises(UsageError, match="GROUPSCOPE_KAFKA_READER='fast'"):
         chosen_reader()
+    assert chosen_reader(SparkSettings(kafka_reader="python")) == "python"
 
 
 def test_the_native_reader_is_built_where_a_compiler_is() -> None:

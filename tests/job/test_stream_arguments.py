@@ -7,7 +7,9 @@ from pathlib import Path
 import pytest
 
 from services.cli import main
-from spark_jobs.stream import parse_seconds, redact
+from spark_jobs.settings import SparkSettings
+from spark_jobs.stream import redact
+from spark_jobs.stream_config import StreamConfig, parse_seconds
 
 
 @pytest.mark.parametrize(
@@ -59,3 +61,49 @@ def test_secrets_are_masked_in_logs() -> None:
         {"sasl.password": "hunter2", "ssl.key.password": "x", "security.protocol": "SSL"}
     )
     assert shown == {"sasl.password": "***", "ssl.key.password": "***", "security.protocol": "SSL"}
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [("GROUPSCOPE_SHUFFLE", "0"), ("GROUPSCOPE_DRIVER_MEMORY", "lots")],
+)
+def test_a_bad_spark_variable_exits_2_with_one_line(
+    tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch, name: str, value: str
+) -> None:
+    monkeypatch.setenv(name, value)
+    assert main(["stream", "--source", "replay", replay_dir(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert f"{name}={value!r}: expected" in err and "\n" not in err
+
+
+def test_the_stream_config_is_built_once_from_flags_and_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from services.cli import build_parser
+
+    monkeypatch.setenv("GROUPSCOPE_SHUFFLE", "8")
+    monkeypatch.setenv("GROUPSCOPE_KAFKA_READER", "python")
+    args = build_parser().parse_args(
+        [
+            *("stream", "--bootstrap-servers", "b:9092", "--trigger", "1m"),
+            *("--master", " local[2] ", "--conf", "spark.ui.enabled=true"),
+            *("--kafka-config", "security.protocol=SSL"),
+        ]
+    )
+    config = StreamConfig.from_arguments(args)
+    assert (config.kind, config.directory, config.name) == (
+        "kafka",
+        None,
+        "kafka:b:9092/" + args.topic,
+    )
+    assert config.trigger == 60.0 and config.master == "local[2]" and config.reader == "python"
+    assert config.spark_conf == {"spark.ui.enabled": "true"}
+    assert config.kafka == {"security.protocol": "SSL"}
+    assert config.spark == SparkSettings(shuffle_partitions=8, kafka_reader="python")
+    assert config.max_outage is None  # a live job waits without limit
+
+    replay = StreamConfig.from_arguments(
+        build_parser().parse_args(["stream", "--source", "replay", replay_dir(tmp_path), "--once"])
+    )
+    assert replay.kind == "replay" and replay.reader is None and replay.bootstrap_servers == ""
+    assert replay.name == f"replay:{tmp_path.resolve()}"
