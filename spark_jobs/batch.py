@@ -451,7 +451,11 @@ class BatchProcessor:
                 self.tracker.topic_names.update(self.topic_names.resolve(unnamed))
         # The batch's latest commit of each partition goes to the tracker in log order
         # with the group records: the evidence that times a departed member's removal
-        # (services/tracker/causes.py; docs/architecture.md, "Rebalance causes").
+        # (services/tracker/causes.py; docs/architecture.md, "Rebalance causes"). Only
+        # commits of groups with generations count (GenerationTracker.commit), so the
+        # others (most partitions of a backlog batch) are not built or sorted at all.
+        tracked = self.tracker.last.keys() | self.tracker.kip848.keys()
+        tracked |= {r["key"].get("group", r["key"].get("group_id")) for r, _ in group_records}
         marks = [
             (
                 {
@@ -462,7 +466,7 @@ class BatchProcessor:
                 Position(c.source_partition, c.source_offset, c.commit_time),
             )
             for c in offsets.values()
-            if c.offset is not None and c.commit_time is not None
+            if c.group in tracked and c.offset is not None and c.commit_time is not None
         ]
         ordered = sorted([*group_records, *marks], key=lambda r: (r[1].partition, r[1].offset))
         for record, position in ordered:
