@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from services.exporter.lag import CHUNK
 from services.exporter.rows import RowIndex, extend
 
 OK, WARN, ERR, STOP, STALL, REWIND = 1, 2, 3, 4, 5, 6
@@ -133,17 +134,22 @@ class CommitWindows:
         `recent_log_end_min` the lowest log-end offset among the recent samples (-1:
         none), `now_s` the time of evaluation (Unix seconds). A window with fewer than
         `min_commits` commits is not judged (0)."""
-        count = self.count[rows]
-        status = partition_status(
-            self.offsets[rows],
-            self.times[rows],
-            self.lags[rows],
-            count,
-            current_lag,
-            recent_log_end_min,
-            now_s,
-        )
-        status[count < self.min_commits] = 0
+        status = np.zeros(len(rows), np.int64)
+        # In blocks, as OffsetHistory.lag does: the rules' (rows x window) temporaries of
+        # 500,000 partitions at once would cost hundreds of MB per refresh.
+        for start in range(0, len(rows), CHUNK):
+            block = slice(start, start + CHUNK)
+            r = rows[block]
+            status[block] = partition_status(
+                self.offsets[r],
+                self.times[r],
+                self.lags[r],
+                self.count[r],
+                current_lag[block],
+                recent_log_end_min[block],
+                now_s,
+            )
+        status[self.count[rows] < self.min_commits] = 0
         return status
 
 
