@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -211,9 +212,10 @@ class Offsets:
     def __len__(self) -> int:
         return len(self.committed)
 
-    @property
+    @cached_property
     def pairs(self) -> list[tuple[str, str]]:
-        """(group, topic) of each pair."""
+        """(group, topic) of each pair; built once per snapshot (the lag status and the
+        exposition both read it)."""
         return [
             (self.groups[g], self.topics[t])
             for g, t in zip(self.pair_group.tolist(), self.pair_topic.tolist(), strict=True)
