@@ -106,11 +106,13 @@ def with_connector(
 
 def loaded(spark: object) -> bool:
     """The session's JVM can load the connector's data source."""
+    from py4j.protocol import Py4JJavaError
+
     jvm = spark.sparkContext._jvm  # type: ignore[attr-defined]
     try:
         loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
         jvm.java.lang.Class.forName(PROVIDER, False, loader)
-    except Exception:  # py4j's error for ClassNotFoundException
+    except Py4JJavaError:  # a ClassNotFoundException in the JVM
         return False
     return True
 

@@ -51,7 +51,7 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from sqlalchemy import Engine
 
 from services.exporter.exposition import ExporterStats, Options, Rendered, prepare
-from services.exporter.lag import Fetch, LagResult, OffsetHistory
+from services.exporter.lag import Fetch, LagPollError, LagResult, OffsetHistory
 from services.exporter.lagstatus import CommitWindows
 from services.exporter.server import BoundedHTTPServer
 from services.exporter.snapshot import Offsets, PipelineRow, StoreSnapshot, read_snapshot
@@ -224,10 +224,10 @@ class Exporter:
         started = time.perf_counter()
         try:
             ends = self.fetch_log_end(offsets.topics, topic_index, partitions)
-        except Exception as exc:  # a cluster outage must not stop the store's metrics
+        except LagPollError as exc:  # a cluster outage must not stop the store's metrics
             self.stats.lag_poll_errors += 1
-            log.warning("log-end offsets not polled: %s", exc)
-            ends = np.full(len(partitions), -1, np.int64)
+            log.warning("%s", exc)
+            ends = exc.ends
         self.stats.lag_poll_seconds = time.perf_counter() - started
         self.stats.lag_partitions = len(partitions)
         self.history.record(self.history.keys(offsets.topics, topic_index, partitions), ends, now)

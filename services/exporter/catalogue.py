@@ -324,7 +324,9 @@ METRICS: tuple[Metric, ...] = (
         "exporter_lag_poll_errors_total",
         "counter",
         (),
-        "Log-end offset polls that failed.",
+        "Log-end offset polls that could not read some partition: the cluster was down "
+        "or slow, or a topic lacks Describe. A partition of an unknown (deleted) topic is "
+        "no failure.",
     ),
     Metric(
         "exporter_lag_partitions",

@@ -36,6 +36,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from confluent_kafka import KafkaException
 
 from services.exporter.rows import RowIndex, extend
 
@@ -209,6 +210,18 @@ class OffsetHistory:
         seconds_out[known] = np.maximum(seconds, 0.0)
 
 
+class LagPollError(Exception):
+    """A poll that could not read some partitions' log-end offsets for a reason other
+    than an unknown topic: the broker is down or slow, or the principal lacks Describe
+    on a topic. `ends` holds what was read (-1 elsewhere), so that one topic cannot
+    hide the others; the exporter counts the poll as failed
+    (`groupscope_exporter_lag_poll_errors_total`, alert GroupscopeLagPollFailing)."""
+
+    def __init__(self, ends: np.ndarray, failed: int, first: str) -> None:
+        super().__init__(f"log-end offsets of {failed} partitions not read ({first})")
+        self.ends = ends
+
+
 class LogEndPoller:
     """Polls log-end offsets of many partitions with few requests (confluent-kafka).
 
@@ -247,14 +260,25 @@ class LogEndPoller:
             isolation_level=IsolationLevel.READ_COMMITTED,
             request_timeout=self.timeout_s,
         )
-        failed = 0
+        failed, first = 0, ""
         for tp, future in futures.items():
             try:
                 out[where[(tp.topic, tp.partition)]] = future.result(timeout=self.timeout_s).offset
-            except Exception as exc:  # one missing topic must not hide the others
+            except (KafkaException, TimeoutError) as exc:
+                if _unknown_topic(exc):  # a deleted topic's commits outlive it: no error
+                    continue
                 failed += 1
-                if failed == 1:
-                    log.warning("a log-end offset was not read: %s", exc)
-        if failed > 1:
-            log.warning("log-end offsets of %d partitions not read", failed)
+                first = first or f"{tp.topic}-{tp.partition}: {exc or type(exc).__name__}"
+        if failed:
+            raise LagPollError(out, failed, first)
         return out
+
+
+def _unknown_topic(exc: Exception) -> bool:
+    from confluent_kafka import KafkaError
+
+    return isinstance(exc, KafkaException) and exc.args[0].code() in (
+        KafkaError.UNKNOWN_TOPIC_OR_PART,
+        KafkaError._UNKNOWN_PARTITION,
+        KafkaError._UNKNOWN_TOPIC,
+    )

@@ -138,12 +138,14 @@ def _sink(args: argparse.Namespace) -> tuple[Any, str | None, str]:
             args.out,
         )
     if args.topic and args.bootstrap_servers:
+        from confluent_kafka import KafkaException
+
         from services.simulator.kafka_sink import KafkaTopic, create_offsets_topic
 
         config = _pairs(args.kafka_config, "--kafka-config")
         try:
             create_offsets_topic(args.bootstrap_servers, args.topic, args.partitions, config)
-        except Exception as exc:
+        except KafkaException as exc:
             raise UsageError(f"cannot create topic {args.topic}: {exc}") from None
         sink = KafkaTopic(args.bootstrap_servers, args.topic, config)
         return sink, args.truth, f"{args.topic} on {args.bootstrap_servers}"

@@ -23,7 +23,6 @@ class EventPump(threading.Thread):
         self._tick = tick
         self._watched: dict[Connection, tuple[Callable[[tuple], None], Callable[[], None]]] = {}
         self._halt = threading.Event()
-        self.tick_error: BaseException | None = None
 
     def watch(
         self,
@@ -62,10 +61,7 @@ class EventPump(threading.Thread):
                         self._read(conn)
             else:
                 self._halt.wait(TICK_S)
-            try:
-                self._tick()
-            except Exception as exc:  # a broken tick must not stop the events
-                self.tick_error = exc
+            self._tick()
 
     def drain(self, timeout: float) -> None:
         """Wait until every watched pipe has closed (or `timeout` passes)."""

@@ -38,6 +38,7 @@ class Monitor:
         self.shown = self.started
         self.warnings: list[str] = []
         self._warned: set[str] = set()
+        self._health_warned = False
 
     def tick(self) -> None:
         now = time.monotonic()
@@ -45,12 +46,23 @@ class Monitor:
         if self.stop.is_set() or (duration is not None and now - self.started >= duration):
             self.halt.set()
         if self.config.health_file:
-            with open(self.config.health_file, "a"):
-                os.utime(self.config.health_file)
+            self._touch(self.config.health_file)
         self._watch_joins(now)
         if now - self.shown >= self.config.progress_interval_s:
             self.shown = now
             self.progress()
+
+    def _touch(self, path: str) -> None:
+        """Touch the health file; a file that cannot be written is warned about once, and
+        the run goes on (its liveness check then fails, which is what it is for)."""
+        try:
+            with open(path, "a"):
+                os.utime(path)
+        except OSError as exc:
+            if not self._health_warned:
+                self._health_warned = True
+                self.warnings.append(f"health file not written: {exc}")
+                self.say(f"warning: health file not written: {exc}")
 
     def _watch_joins(self, now: float) -> None:
         for fleet in self.fleets:

@@ -4,11 +4,14 @@ against a real Kafka-protocol broker."""
 from __future__ import annotations
 
 import math
+import time
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from services.exporter.lag import LogEndPoller, OffsetHistory
+from services.exporter.lag import LagPollError, LogEndPoller, OffsetHistory
+from tests.fixtures.kafka import KafkaBroker, running_tansu
 
 TOPICS = ["orders"]
 
@@ -126,3 +129,21 @@ def test_poller_reads_log_end_offsets_from_a_real_broker(kafka_broker) -> None:
     poller = LogEndPoller({"bootstrap.servers": kafka_broker.bootstrap_servers})
     got = poller([topic, "no-such-topic-xyz"], np.array([0, 0, 0, 1]), np.array([0, 1, 2, 0]))
     assert got.tolist() == [4, 3, 0, -1]
+
+
+@pytest.mark.broker
+def test_a_poll_of_a_stopped_broker_fails_and_keeps_nothing_stale(tmp_path: Path) -> None:
+    """A broker that is down makes every partition's poll fail: that is a failed poll
+    (the exporter counts it and GroupscopeLagPollFailing fires), not a poll of unknown
+    topics, which a deleted topic's surviving commits would be."""
+    with running_tansu(tmp_path) as bootstrap:
+        broker = KafkaBroker(bootstrap)
+        topic = broker.create_topic(partitions=2)
+        broker.produce(topic, [0, 0, 1])
+        poller = LogEndPoller({"bootstrap.servers": bootstrap}, timeout_s=2.0)
+        assert poller([topic], np.array([0, 0]), np.array([0, 1])).tolist() == [2, 1]
+    started = time.monotonic()
+    with pytest.raises(LagPollError, match="of 2 partitions not read") as failed:
+        poller([topic], np.array([0, 0]), np.array([0, 1]))
+    assert failed.value.ends.tolist() == [-1, -1]
+    assert time.monotonic() - started < 10.0
