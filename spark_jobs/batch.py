@@ -44,6 +44,7 @@ from services.tracker.model import MAX_MILLIS, identity, time_repair, to_datetim
 from spark_jobs import poison, tracker_files
 from spark_jobs.checkpoint import with_source_positions
 from spark_jobs.offset_columns import commit_row_ok, decode_offset_commits
+from spark_jobs.replica_racks import ReplicaRacks
 from spark_jobs.topic_names import TopicNames
 
 log = logging.getLogger("groupscope.stream")
@@ -256,6 +257,7 @@ class BatchProcessor:
         end_quietly: bool = False,
         topic_names: TopicNames | None = None,
         store_outage: Outage | None = None,
+        replica_racks: ReplicaRacks | None = None,
     ) -> None:
         """`state_dir` keeps the tracker's state between runs (beside the checkpoint);
         without a saved state the tracker starts from the store's latest generations.
@@ -268,7 +270,9 @@ class BatchProcessor:
 
         `topic_names` (a live source's cluster) names the topic ids of KIP-848 targets
         before the batch's group records reach the tracker; without it they stay ids
-        unless the group's partition metadata names them (a replay)."""
+        unless the group's partition metadata names them (a replay). `replica_racks` (a
+        live source's cluster) gives the tracker the partitions' replica racks of the
+        batch's rack-aware generations; without it their baselines assign without racks."""
         self.store = store
         self.checkpoint = checkpoint
         self.source = source
@@ -285,6 +289,7 @@ class BatchProcessor:
         self.gave_up: StoreUnavailableError | None = None  # the write that ended the job
         self.end_quietly = end_quietly
         self.topic_names = topic_names
+        self.replica_racks = replica_racks
         self.mismatched: dict[str, tuple[int, int]] = {}
         self.last = BatchStats()
         self.batches = 0
@@ -449,6 +454,9 @@ class BatchProcessor:
             unnamed = self.tracker.unnamed_topic_ids(r for r, _ in group_records)
             if unnamed:
                 self.tracker.topic_names.update(self.topic_names.resolve(unnamed))
+        if self.replica_racks is not None:
+            wanted = self.tracker.rack_topics(r for r, _ in group_records)
+            self.tracker.partition_racks = self.replica_racks.lookup(wanted) if wanted else {}
         # The batch's latest commit of each partition goes to the tracker in log order
         # with the group records: the evidence that times a departed member's removal
         # (services/tracker/causes.py; docs/architecture.md, "Rebalance causes"). Only

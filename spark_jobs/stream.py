@@ -248,11 +248,13 @@ def _run_query(config: StreamConfig, checkpoint: Path) -> int:
     from spark_jobs.batch import BatchProcessor
     from spark_jobs.checkpoint import prepare
     from spark_jobs.dependencies import await_broker, prepare_store
+    from spark_jobs.replica_racks import ReplicaRacks
     from spark_jobs.sources import replay, spark_kafka
     from spark_jobs.topic_names import TopicNames
 
     kind, directory, name, limit = config.kind, config.directory, config.name, config.max_outage
     client = dict(config.kafka)
+    cluster = client | {"bootstrap.servers": config.bootstrap_servers}
     with database_url(config.database_url) as url:
         log.info("history store %s", redacted(url))
         # A connect that hangs (a host that drops packets) counts as a failed attempt.
@@ -309,10 +311,9 @@ def _run_query(config: StreamConfig, checkpoint: Path) -> int:
                 state_dir=checkpoint / "groupscope",
                 checkpoint=checkpoint,
                 end_quietly=True,
-                topic_names=None
-                if kind == "replay"
-                else TopicNames(client | {"bootstrap.servers": config.bootstrap_servers}),
+                topic_names=None if kind == "replay" else TopicNames(cluster),
                 store_outage=store_outage,
+                replica_racks=None if kind == "replay" else ReplicaRacks(cluster),
             )
             writer = df.writeStream.foreachBatch(processor).option(
                 "checkpointLocation", str(checkpoint)

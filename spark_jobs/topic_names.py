@@ -17,6 +17,8 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from spark_jobs.cluster_lookup import ClusterLookup
+
 log = logging.getLogger("groupscope.topic_names")
 
 TIMEOUT_S = 10.0
@@ -50,29 +52,19 @@ class TopicNames:
         """`config`: the job's Kafka client properties, `bootstrap.servers` included. A
         property librdkafka refuses (a Java-only one given to `--source spark-kafka`)
         leaves the ids as ids, said once, rather than stopping the job."""
-        from confluent_kafka import KafkaException
-        from confluent_kafka.admin import AdminClient
-
-        from spark_jobs.broker import quiet
-
-        self._admin: Any = None
-        try:
-            self._admin = AdminClient(quiet(config))
-        except KafkaException as exc:
-            log.warning("KIP-848 topic ids will not be named (kept as ids): %s", exc)
+        self._cluster = ClusterLookup(
+            config, log, "KIP-848 topic ids will not be named (kept as ids)", RETRY_AFTER_S, clock
+        )
         self._timeout = timeout
-        self._clock = clock
         self.names: dict[str, str] = {}
         self.unknown: set[str] = set()  # ids the cluster did not know: deleted topics
-        self._retry_at = 0.0
-        self._failing = False
 
     def resolve(self, ids: Iterable[str]) -> dict[str, str]:
         """Names for those of `ids` the cluster knows; asks it only for ids not asked
         about before, and not within RETRY_AFTER_S of a failed lookup."""
         wanted = set(ids) - self.unknown
         missing = wanted - self.names.keys()
-        if missing and self._admin is not None and self._clock() >= self._retry_at:
+        if missing and self._cluster.ready():
             self._lookup(missing)
         return {i: self.names[i] for i in wanted if i in self.names}
 
@@ -80,9 +72,10 @@ class TopicNames:
         from confluent_kafka import KafkaException, TopicCollection
 
         try:
-            topics = list(self._admin.list_topics(timeout=self._timeout).topics)
+            admin = self._cluster.admin
+            topics = list(admin.list_topics(timeout=self._timeout).topics)
             futures = (
-                self._admin.describe_topics(TopicCollection(topics), request_timeout=self._timeout)
+                admin.describe_topics(TopicCollection(topics), request_timeout=self._timeout)
                 if topics
                 else {}
             )
@@ -93,16 +86,11 @@ class TopicNames:
                 except KafkaException:
                     continue  # deleted since it was listed
         except KafkaException as exc:
-            self._retry_at = self._clock() + RETRY_AFTER_S
-            if not self._failing:
-                log.warning(
-                    "cannot name KIP-848 topic ids %s (kept as ids): %s", sorted(missing), exc
-                )
-            self._failing = True
+            self._cluster.failed(
+                f"cannot name KIP-848 topic ids {sorted(missing)} (kept as ids): {exc}"
+            )
             return
-        if self._failing:
-            log.info("topic names: the cluster answers again")
-        self._failing = False
+        self._cluster.answered()
         self.names.update(described)
         gone = missing - described.keys()
         if gone:

@@ -5,7 +5,10 @@ The baseline runs the assignor core with each survivor's previous partitions as 
 `uniform` for KIP-848 groups, `server-range` for those whose members ask for the broker's
 `range` assignor (`group.remote.assignor`). Partition counts are not in classic records;
 they are inferred as the highest partition seen for a topic in either generation, plus
-one. A baseline the assignor cannot compute (it raises `AssignmentError`, as Kafka's
+one. The members' racks come from the records; the partitions' replica racks are cluster
+metadata the caller hands in (`PartitionRacks`). With both, a client-side baseline assigns
+by rack where Kafka's does (KIP-881: `AbstractPartitionAssignor.useRackAwareAssignment`
+decides). A baseline the assignor cannot compute (it raises `AssignmentError`, as Kafka's
 assignor would throw) is left out of the churn and its reason returned, to be counted;
 any other exception is a defect and propagates.
 
@@ -16,7 +19,7 @@ protocol's rule to what the churn measured.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
@@ -30,6 +33,10 @@ from services.tracker.model import Assignment, Snapshot
 # When no member states its rebalance timeout: the default of max.poll.interval.ms,
 # which the Java consumer sends as its rebalance timeout (classic and KIP-848 alike).
 DEFAULT_REBALANCE_TIMEOUT_MS = 300_000
+
+# topic -> each partition's replica racks (the racks of its replicas' brokers), in
+# partition order: cluster metadata, handed in by the tracker's caller.
+PartitionRacks = Mapping[str, Sequence[tuple[str, ...]]]
 
 # A KIP-848 group's server assignor -> its baseline; any other (or none): `uniform`.
 KIP848_BASELINES = {"range": "server-range"}
@@ -85,6 +92,7 @@ def rebalance(
     snapshot: Snapshot,
     group_type: str,
     topic_ids: Mapping[str, str] | None = None,
+    partition_racks: PartitionRacks | None = None,
 ) -> Measured:
     """The churn from `previous` to `snapshot`, the group's next generation.
 
@@ -92,7 +100,8 @@ def rebalance(
     unowned is a revocation round (`snapshot.revoking_from` is set, no churn); the
     episode's churn is measured from the generation before it, when every partition is
     owned again (docs/architecture.md, "Cooperative episodes"). `topic_ids` (name ->
-    Kafka topic id) go to the `uniform` baseline, which orders topics by id."""
+    Kafka topic id) go to the `uniform` baseline, which orders topics by id;
+    `partition_racks` to every baseline, with the members' racks."""
     if group_type == "classic" and is_cooperative(snapshot.protocol):
         if previous.revoking_from is not None:
             if still_revoking(previous.revoking_from.assignment, snapshot.assignment):
@@ -100,16 +109,18 @@ def rebalance(
                 # rebalance overtook its SyncGroup), so it revokes in this one.
                 snapshot.revoking_from = previous.revoking_from
                 return Measured(None)
-            return measure(previous.revoking_from, snapshot, "cooperative-sticky", True)
+            return measure(
+                previous.revoking_from, snapshot, "cooperative-sticky", True, None, partition_racks
+            )
         if revokes(previous.assignment, snapshot.assignment):
             snapshot.revoking_from = previous
             return Measured(None)
-        return measure(previous, snapshot, "cooperative-sticky", False)
+        return measure(previous, snapshot, "cooperative-sticky", False, None, partition_racks)
     if group_type == "consumer":
         assignor = KIP848_BASELINES.get(snapshot.protocol or "", "uniform")
     else:
         assignor = "sticky"
-    return measure(previous, snapshot, assignor, False, topic_ids)
+    return measure(previous, snapshot, assignor, False, topic_ids, partition_racks)
 
 
 def partition_counts(*assignments: Assignment, topics: Iterable[str] = ()) -> dict[str, int]:
@@ -129,15 +140,33 @@ def subscribed_counts(before: Snapshot, after: Snapshot) -> dict[str, int]:
     return {t: c for t, c in counts.items() if t in topics}
 
 
+def known_racks(partition_racks: PartitionRacks, counts: Mapping[str, int]) -> PartitionRacks:
+    """The replica racks of the counted partitions, for the topics whose racks cover them.
+
+    The cluster may have more partitions than the records show (added since): those are
+    left out, as the consumer that assigned did not have them. A topic with fewer (a
+    stale answer, or the topic deleted and created again smaller) gets no racks: its
+    partitions count as partitions without racks, as Kafka counts a partition whose
+    replicas' brokers state none."""
+    return {
+        t: partition_racks[t][:n]
+        for t, n in counts.items()
+        if t in partition_racks and len(partition_racks[t]) >= n
+    }
+
+
 def baseline(
     before: Snapshot,
     after: Snapshot,
     assignor: str,
     counts: dict[str, int],
     topic_ids: Mapping[str, str] | None = None,
+    partition_racks: PartitionRacks | None = None,
 ) -> Assignment:
-    """What Kafka's assignor would have produced from `before` for `after`'s members."""
+    """What Kafka's assignor would have produced from `before` for `after`'s members
+    (with their racks, and the partitions' replica racks where known)."""
     topics = set(counts)
+    racks = known_racks(partition_racks, counts) if partition_racks else None
     # The assignor's own Member type: this input is already well-formed, so the
     # validation `assign` applies to mappings is skipped.
     members = [
@@ -146,15 +175,16 @@ def baseline(
             topics=tuple(after.topics[ident]),
             owned=tuple(tp for tp in before.assignment.get(ident, []) if tp[0] in topics),
             generation=before.generation if ident in before.assignment else None,
+            rack=after.racks.get(ident),
         )
         for ident in sorted(after.topics)
     ]
-    result = assign(assignor, counts, members, None, topic_ids)
+    result = assign(assignor, counts, members, racks, topic_ids)
     if assignor == "cooperative-sticky":  # the follow-up round assigns what was revoked
         members = [
             replace(m, owned=tuple(result[m.id]), generation=after.generation) for m in members
         ]
-        result = assign(assignor, counts, members)
+        result = assign(assignor, counts, members, racks)
     return result
 
 
@@ -164,6 +194,7 @@ def measure(
     assignor: str,
     episode: bool,
     topic_ids: Mapping[str, str] | None = None,
+    partition_racks: PartitionRacks | None = None,
 ) -> Measured:
     """The churn of a rebalance: actual moves, the assignor's baseline and the minimum."""
     old, new = owners(before.assignment), owners(after.assignment)
@@ -171,7 +202,7 @@ def measure(
     counts = subscribed_counts(before, after)
     failure = None
     try:
-        expected = baseline(before, after, assignor, counts, topic_ids)
+        expected = baseline(before, after, assignor, counts, topic_ids, partition_racks)
         base: int | None = moves(before.assignment, expected).total
     except AssignmentError as exc:  # an input the assignor rejects, as Kafka's would
         base = None

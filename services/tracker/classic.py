@@ -21,6 +21,7 @@ from services.tracker.model import (
     by_topic,
     identity,
     member_details,
+    member_racks,
     time_repair,
     to_datetime,
 )
@@ -94,6 +95,7 @@ def _emit(
     snapshot = Snapshot(value["generation"], position, assignment, topics, protocol)
     snapshot.rebalance_timeout_ms = rebalance_timeout_ms(m.rebalance_timeout_ms for m in members)
     snapshot.details = member_details(members)
+    snapshot.racks = member_racks(members)
     previous = tracker.last.get(group)
     if previous is not None and previous.generation == value["generation"]:
         # A static member rejoining within its session timeout: the coordinator

@@ -26,6 +26,7 @@ from services.tracker.model import (
     by_topic,
     identity,
     member_details,
+    member_racks,
 )
 
 if TYPE_CHECKING:
@@ -180,6 +181,7 @@ def _generation(
     snapshot = Snapshot(epoch, position, assignment, topics, assignor)
     snapshot.rebalance_timeout_ms = rebalance_timeout_ms(m.rebalance_timeout_ms for m in members)
     snapshot.details = member_details(members)
+    snapshot.racks = member_racks(members)
     churn, causes = tracker.advance(group, snapshot, "consumer", topic_ids)
     tracker.generations.append(
         Generation(

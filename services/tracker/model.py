@@ -49,6 +49,10 @@ class Snapshot:
     pending: list[Cause] = field(default_factory=list)
     # Since when each partition has had its current owner (set by the tracker).
     since: dict[tuple[str, int], datetime] = field(default_factory=dict)
+    # identity -> rack (`client.rack`) of the members that state one: the consumer racks
+    # of the baseline into this generation (KIP-881). Not saved: a snapshot loaded from a
+    # saved state is only ever the generation a rebalance starts from.
+    racks: dict[str, str] = field(default_factory=dict)
 
 
 MemberDetails = tuple[str, str | None, str | None, int | None, int | None]
@@ -67,6 +71,12 @@ def member_details(members: Iterable[Member]) -> dict[str, MemberDetails]:
         )
         for m in members
     }
+
+
+def member_racks(members: Iterable[Member]) -> dict[str, str]:
+    """identity -> rack of the members that state one; Kafka ignores an empty rack id
+    (`AbstractPartitionAssignor`'s consumer racks, `MemberSubscription.rackId`)."""
+    return {identity(m.member_id, m.group_instance_id): m.rack for m in members if m.rack}
 
 
 MEMBER_FIELDS = (

@@ -39,6 +39,10 @@ class GenerationTracker:
         # Topic id -> name for the whole cluster, given by the caller (the tracker does no
         # I/O): used where a KIP-848 group's own partition metadata does not name an id.
         self.topic_names: dict[str, str] = {}
+        # topic -> each partition's replica racks, given by the caller for the batch's
+        # rack-aware generations (`rack_topics`): the baselines assign by rack as
+        # Kafka's client-side assignors do (KIP-881). Cluster metadata, not saved.
+        self.partition_racks: churn.PartitionRacks = {}
         # Since the last `drain_counts`: records of a type no handler takes (share and
         # streams groups, or a type newer than the tracker), by type ...
         self.unknown_types: Counter[str] = Counter()
@@ -65,6 +69,31 @@ class GenerationTracker:
             own = self.kip848[group].topic_names if group in self.kip848 else {}
             unnamed |= {tp["topic_id"] for tp in target} - own.keys() - self.topic_names.keys()
         return unnamed
+
+    @staticmethod
+    def rack_topics(records: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+        """The topics whose replica racks the baselines of `records` can use, each with
+        the partitions the records assign (highest + 1): the subscribed topics of classic
+        generations in which a member states a rack. Only those assign by rack: Kafka's
+        client-side assignors need consumer racks (`useRackAwareAssignment`), and Kafka
+        4.3.1's server-side assignors (KIP-848 `uniform`, `range`) ignore racks."""
+        wanted: dict[str, int] = {}
+        for record in records:
+            value = record["value"]
+            if record["record_type"] != "group_metadata" or not value:
+                continue
+            subscriptions = [m["subscription"] for m in value["members"]]
+            subscriptions = [s for s in subscriptions if isinstance(s, dict)]
+            if not any(s.get("rack_id") for s in subscriptions):
+                continue
+            for s in subscriptions:
+                wanted.update((t, wanted.get(t, 0)) for t in s.get("topics") or ())
+            for m in value["members"]:
+                assigned = m["assignment"] if isinstance(m["assignment"], dict) else {}
+                for tp in assigned.get("assigned_partitions") or ():
+                    if tp["topic"] in wanted and tp["partitions"]:
+                        wanted[tp["topic"]] = max(wanted[tp["topic"]], max(tp["partitions"]) + 1)
+        return wanted
 
     def topic_name(self, state: Kip848State, topic_id: str) -> str:
         """A KIP-848 target's topic id by name: the group's, the cluster's, else the id."""
@@ -149,7 +178,7 @@ class GenerationTracker:
         if previous is None:
             return None, []
         before = (previous.revoking_from or previous).assignment
-        measured = churn.rebalance(previous, snapshot, group_type, topic_ids)
+        measured = churn.rebalance(previous, snapshot, group_type, topic_ids, self.partition_racks)
         if measured.failure is not None:
             reason = measured.failure.reason
             self.baseline_failures[reason] += 1

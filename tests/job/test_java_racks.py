@@ -9,7 +9,9 @@ the controller-and-broker on `rack-a` and a broker on `rack-b`: a topic's partit
 rack-b and rack-c join one by one, then the two newest leave one by one, under
 `range`, `sticky` and `cooperative-sticky`. One `groupscope stream --once` later, the
 store is held to what the members' logs say (tests/kafka/consumer/GroupMember.java),
-and each sticky rebalance has its baseline (not yet Kafka's rack-aware one: see the test).
+and each sticky rebalance moves what its rack-aware baseline moves: the job asks the
+cluster for the partitions' replica racks (`spark_jobs.replica_racks`), which the module
+also checks against the cluster's metadata, with its cache.
 """
 
 from __future__ import annotations
@@ -25,11 +27,13 @@ from sqlalchemy import Engine
 
 from services.assignor.common import use_rack_aware_assignment
 from services.store.database import create_store_engine
+from spark_jobs.replica_racks import REFRESH_S, ReplicaRacks
 from tests.fixtures.real_kafka import RealKafka, Settings, launch
 from tests.job.java_members import JavaRuntime
 from tests.job.java_scenarios import Plan, Scenario, join_one_by_one_then_scale_in, play_all
 from tests.job.real_job import rows, run_job_once, stored_generations
 from tests.job.test_java_groups import seen_generations
+from tests.job.test_real_kafka_kip848 import add_partitions
 
 pytestmark = pytest.mark.real_kafka
 
@@ -148,13 +152,13 @@ def test_each_members_rack_is_stored(run: Run, name: str) -> None:
 
 
 @pytest.mark.parametrize("name", STICKY)
-def test_every_rebalance_has_a_baseline_of_the_groups_own_assignor(run: Run, name: str) -> None:
+def test_every_sticky_rebalance_moves_what_the_rack_aware_baseline_moves(
+    run: Run, name: str
+) -> None:
     """Every rebalance into a generation with members has a baseline of the group's own
-    assignor, and moved partitions. Not yet excess 0: the job does not know the
-    partitions' replica racks (cluster metadata, not in `__consumer_offsets`), so its
-    baseline is the sticky assignment without racks, and a rebalance that Kafka's
-    rack-aware sticky assignor decides differently can show excess (1 in 2 rebalances
-    of one CI run). docs/testing.md says so."""
+    assignor, run with the members' racks and the partitions' replica racks as the job
+    read them from the cluster, and it moved exactly as many partitions: excess 0. (With
+    a rackless baseline one CI run's sticky group moved 3 where the baseline moved 2.)"""
     scenario = run.scenarios[name]
     measured = rows(
         run.engine,
@@ -166,5 +170,54 @@ def test_every_rebalance_has_a_baseline_of_the_groups_own_assignor(run: Run, nam
     settled = sorted(set(scenario.generations))
     assert {to for to, *_ in measured} >= set(settled[1:])
     assert {r[3] for r in measured} == {scenario.assignor}
-    assert all(baseline is not None and baseline >= 0 for _, _, baseline, _ in measured)
+    assert [(to, baseline) for to, _, baseline, _ in measured] == [
+        (to, moved) for to, moved, _, _ in measured
+    ]
     assert any(moved > 0 for _, moved, *_ in measured)
+
+
+def test_the_job_reads_the_replica_racks_the_cluster_metadata_has(
+    run: Run, caplog: pytest.LogCaptureFixture
+) -> None:
+    """`ReplicaRacks` (one DescribeTopics) agrees with the racks of the replicas' nodes
+    (Metadata and DescribeCluster); a topic the cluster does not have gets none, said
+    once, and is not created by asking."""
+    from confluent_kafka.admin import AdminClient
+
+    racks = ReplicaRacks(run.broker.client_config())
+    missing = f"missing-{uuid.uuid4().hex[:8]}"
+    with caplog.at_level("WARNING", logger="groupscope.replica_racks"):
+        found = racks.lookup({**dict.fromkeys(run.racks, 6), missing: 1})
+    expected = {t: [tuple(sorted(r)) for r in rs] for t, rs in run.racks.items()}
+    assert found == expected
+    assert missing in caplog.text and "Unknown topic" in caplog.text
+    assert missing not in AdminClient(run.broker.client_config()).list_topics(timeout=10).topics
+
+
+def test_a_topics_racks_are_asked_again_when_it_grows_or_they_are_old(run: Run) -> None:
+    """Cached: a topic's racks are asked again when a batch assigns more partitions than
+    they cover, or REFRESH_S after the last full lookup; else the cache answers."""
+    now = [0.0]
+    racks = ReplicaRacks(run.broker.client_config(), clock=lambda: now[0])
+    topic = run.broker.create_topic(partitions=2)
+    assert len(racks.lookup({topic: 2})[topic]) == 2
+    grow(run.broker, topic, 4)
+    assert len(racks.lookup({topic: 2})[topic]) == 2  # the cache
+    assert len(racks.lookup({topic: 4})[topic]) == 4  # the batch saw partition 3
+    grow(run.broker, topic, 6)
+    assert len(racks.lookup({topic: 4})[topic]) == 4
+    now[0] += REFRESH_S
+    described = racks.lookup({topic: 4})[topic]
+    assert len(described) == 6 and set(described) <= {(r,) for r in RACKS}
+
+
+def grow(broker: RealKafka, topic: str, total: int, timeout: float = 30.0) -> None:
+    """`total` partitions, once every node's metadata has them."""
+    from confluent_kafka.admin import AdminClient
+
+    add_partitions(broker, topic, total)
+    admin = AdminClient(broker.client_config())
+    deadline = time.monotonic() + timeout
+    while len(admin.list_topics(topic, timeout=10).topics[topic].partitions) < total:
+        assert time.monotonic() < deadline, f"{topic} has fewer than {total} partitions"
+        time.sleep(0.2)
