@@ -9,7 +9,10 @@ one group in ten has two rebalances. Log-end offsets come from a synthetic funct
 tests. It measures:
 - a refresh: the store snapshot, the lag over all partitions, and the rendering;
 - a scrape of /metrics over HTTP, plain and gzip (what Prometheus sends);
-- peak RSS of the process after three refreshes.
+- peak RSS of the process after three refreshes;
+- then the series published with `--groups-include`/`--groups-exclude` filters that keep
+  a tenth and a hundredth of the groups, with and without `--per-partition`, and the
+  refresh time of each (docs/operations.md, "Fleets of groups").
 Set GROUPSCOPE_BENCH_DATABASE_URL to use an external server.
 """
 
@@ -143,7 +146,43 @@ def measure(url: str) -> None:
     print(f"peak RSS of the exporter process: {rss:.0f} MB")
     print(f"lag history: {len(exporter.history)} partitions x {exporter.history.depth} samples")
     exporter.stop()
+    filtered(engine)
     engine.dispose()
+
+
+# Group names are group-00000 ...: "0$" keeps one in ten, as "[1-9]$" drops nine in
+# ten; "00$" keeps one in a hundred.
+FILTERS = [
+    ("every group", [], []),
+    ("--groups-include 0$", ["0$"], []),
+    ("--groups-exclude [1-9]$", [], ["[1-9]$"]),
+    ("--groups-include 00$", ["00$"], []),
+]
+
+
+def filtered(engine) -> None:
+    """Series published under each of FILTERS, per group and per partition."""
+    import logging
+
+    from services.exporter.app import Exporter, ExporterConfig
+    from services.groupfilter import GroupFilter
+
+    logging.getLogger("groupscope.exporter").setLevel(logging.ERROR)  # "not ready": no job
+    print("filter                  | groups | series (refresh) | --per-partition (refresh)")
+    for name, include, exclude in FILTERS:
+        cells = []
+        for per_partition in (False, True):
+            config = ExporterConfig(
+                per_partition=per_partition, groups=GroupFilter.of(include, exclude)
+            )
+            exporter = Exporter(config, engine, GrowingLog())
+            exporter.refresh()
+            started = time.perf_counter()
+            exporter.refresh()
+            elapsed = time.perf_counter() - started
+            kept = exporter.exposition.plain.count(b"\ngroupscope_group_info{")
+            cells.append(f"{exporter.exposition.samples:>9,} ({elapsed:.2f}s)")
+        print(f"{name:23s} | {kept:6d} | {cells[0]:>16s} | {cells[1]:>25s}")
 
 
 def main() -> None:

@@ -14,7 +14,9 @@ Environment: GROUPSCOPE_BENCH_RECORDS (default 20,000,000), GROUPSCOPE_BENCH_FIL
 (records per replay file, default 1,000,000), GROUPSCOPE_BENCH_BACKLOG (records left
 behind for the restart case, default 4,000,000), GROUPSCOPE_BENCH_CASES (default
 commits,rebalances,restart,broker; `sources` compares both Kafka sources on Apache Kafka
-itself, GROUPSCOPE_BENCH_SOURCES choosing them, default kafka,spark-kafka).
+itself, GROUPSCOPE_BENCH_SOURCES choosing them, default kafka,spark-kafka; `filter`
+runs the commits with `--groups-include`/`--groups-exclude` filters keeping all, half
+and 1/200 of the groups, to show where a filtered record's cost goes).
 """
 
 from __future__ import annotations
@@ -289,6 +291,38 @@ def commits_case(root: Path, total: int, per_file: int) -> None:
     report_throughput("offset commits end to end (replay)", total, run)
 
 
+# The commits' groups are bench-service-0-consumer ... bench-service-1999-consumer.
+GROUP_FILTERS = [
+    ("every group", []),
+    ("half (--groups-exclude '[13579]-consumer$')", ["--groups-exclude", "[13579]-consumer$"]),
+    ("1/200 (--groups-include '^bench-service-1.-')", ["--groups-include", "^bench-service-1.-"]),
+]
+
+
+def filter_case(root: Path, total: int, per_file: int) -> None:
+    """The same commits with and without group filters: what a dropped record still
+    costs (read and reduced in Spark, carried to the driver as one row per key) against
+    a kept one (decoded, tracked, stored)."""
+    write_commits(root / "filtered", total, per_file)
+    print("filter | batches after the first | CPU of the job's processes | records filtered")
+    for n, (label, flags) in enumerate(GROUP_FILTERS):
+        run = run_stream(
+            replay(root / "filtered"), root / f"f{n}", ["--max-files-per-trigger", "1", *flags]
+        )
+        later = batch_seconds(run.log)[1:]
+        dropped = sum(
+            int(line.split(", ")[2].split(" ")[0])
+            for line in batch_lines(run.log)
+            if "of filtered groups" in line
+        )
+        print(
+            f"{label}: {sum(later):.1f}s for {len(later)} batches "
+            f"({sum(later) / max(len(later), 1):.2f}s each), CPU {run.cpu:.0f}s, "
+            f"{dropped:,} filtered",
+            flush=True,
+        )
+
+
 def report_throughput(label: str, total: int, run: Run) -> None:
     """Records/s over the wall time (JVM start included), from the first batch's start to
     the last one's end, and over the batches after the first (cold) one. The records are
@@ -468,6 +502,8 @@ def main() -> None:
         if "sources" in cases:
             sources = os.environ.get("GROUPSCOPE_BENCH_SOURCES", "kafka,spark-kafka")
             sources_case(root, total, sources.split(","))
+        if "filter" in cases:
+            filter_case(root, total, per_file)
         if "restart" in cases:
             restart_case(root, min(total, 4 * per_file), backlog, per_file)
 

@@ -26,6 +26,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from services.codec import DecodeError, decode_record, partition_for
+from services.groupfilter import KEEP_ALL, GroupFilter
 from services.outage import Outage
 from services.store.batch import (
     BatchHealth,
@@ -43,6 +44,7 @@ from services.tracker import GenerationTracker, Position, Snapshot
 from services.tracker.model import MAX_MILLIS, identity, time_repair, to_datetime
 from spark_jobs import poison, tracker_files
 from spark_jobs.checkpoint import with_source_positions
+from spark_jobs.group_rows import drop_filtered
 from spark_jobs.offset_columns import commit_row_ok, decode_offset_commits
 from spark_jobs.replica_racks import ReplicaRacks
 from spark_jobs.topic_names import TopicNames
@@ -70,6 +72,9 @@ class BatchStats:
     records: int = 0
     offset_commits: int = 0
     group_records: int = 0
+    # Records of groups the filter drops (`--groups-exclude`, `--groups-include`): read,
+    # counted in `records` and here, neither tracked nor stored.
+    filtered: int = 0
     generations: int = 0
     failures: Counter[str] = field(default_factory=Counter)
     # Group records of a type the tracker has no handler for, by type.
@@ -258,6 +263,7 @@ class BatchProcessor:
         topic_names: TopicNames | None = None,
         store_outage: Outage | None = None,
         replica_racks: ReplicaRacks | None = None,
+        groups: GroupFilter = KEEP_ALL,
     ) -> None:
         """`state_dir` keeps the tracker's state between runs (beside the checkpoint);
         without a saved state the tracker starts from the store's latest generations.
@@ -272,16 +278,25 @@ class BatchProcessor:
         before the batch's group records reach the tracker; without it they stay ids
         unless the group's partition metadata names them (a replay). `replica_racks` (a
         live source's cluster) gives the tracker the partitions' replica racks of the
-        batch's rack-aware generations; without it their baselines assign without racks."""
+        batch's rack-aware generations; without it their baselines assign without racks.
+
+        `groups`: the groups to track and store; the records of others are counted
+        (`BatchStats.filtered`) and dropped, and what the tracker kept of them (from a
+        run without the filter) is forgotten, so that a group included again later
+        starts afresh rather than with a rebalance across the records it missed."""
         self.store = store
         self.checkpoint = checkpoint
         self.source = source
         self.offsets_partitions = offsets_partitions
         self.state_dir = state_dir
         saved = tracker_files.latest(state_dir) if state_dir else None
+        self.groups = groups
         self.tracker = saved or GenerationTracker(
-            {g: snapshot_of(s) for g, s in (known or {}).items()}
+            {g: snapshot_of(s) for g, s in (known or {}).items() if groups.keeps(g)}
         )
+        if groups.active:
+            self.tracker.forget(groups.dropped(self.tracker.groups()))
+        self.checked: set[str] = set()  # dropped groups whose partition was checked
         self.retry = retry or RetryPolicy()
         # Shared by the batch writes and the driver's status reports (`stream._report`),
         # so that a database outage is logged once, whoever notices it.
@@ -315,12 +330,13 @@ class BatchProcessor:
         self.last = stats
         self.batches += 1
         log.info(
-            "batch %d: %d records (%d offset commits, %d group records), %d generations, "
+            "batch %d: %d records (%d offset commits, %d group records%s), %d generations, "
             "%d failures, %.2fs",
             batch_id,
             stats.records,
             stats.offset_commits,
             stats.group_records,
+            f", {stats.filtered} of filtered groups" if self.groups.active else "",
             stats.generations,
             sum(stats.failures.values()),
             stats.seconds,
@@ -345,7 +361,10 @@ class BatchProcessor:
 
     def _build(self, df: DataFrame, batch_id: int) -> tuple[BatchWrite, BatchStats]:
         stats = BatchStats(batch_id=batch_id)
-        rows = reduce_batch(df).toArrow().to_pylist()
+        table = reduce_batch(df).toArrow()
+        if self.groups.active:
+            table = self._drop_filtered(table, stats)
+        rows = table.to_pylist()
         offsets: dict[tuple[str, str, int], OffsetCommit] = {}
         repairs: list[Repair] = []
         remainder, bad_keys = [], []
@@ -394,6 +413,22 @@ class BatchProcessor:
         )
         return batch, stats
 
+    def _drop_filtered(self, table: Any, stats: BatchStats) -> Any:
+        """The reduced rows without those of dropped groups, counted; their source
+        positions still count for the batch's progress, and each dropped group's
+        coordinator partition is checked once (a wrong --offsets-partitions shows
+        whichever groups are kept)."""
+        table, dropped = drop_filtered(table, self.groups)
+        stats.records += dropped.records
+        stats.filtered += dropped.records
+        for partition, last in dropped.end_offsets.items():
+            stats.end_offsets[partition] = max(stats.end_offsets.get(partition, -1), last)
+        for group, partition in dropped.partitions:
+            if group not in self.checked:
+                self.checked.add(group)
+                self._check_partition(group, partition)
+        return table
+
     def _log_tracker_counts(self, batch_id: int, stats: BatchStats) -> None:
         """One line per unknown record type and per baseline failure reason."""
         stats.unknown_types, stats.baseline_failures, examples = self.tracker.drain_counts()
@@ -436,7 +471,11 @@ class BatchProcessor:
                 )
                 continue
             key = record["key"]
-            self._check_partition(key.get("group", key.get("group_id")), position.partition)
+            group = key.get("group", key.get("group_id"))
+            self._check_partition(group, position.partition)
+            if group is not None and not self.groups.keeps(group):
+                stats.filtered += 1
+                continue
             if kind == "offset_commit":
                 stats.offset_commits += 1
                 commit = self._codec_commit(record, position, repairs)

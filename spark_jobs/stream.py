@@ -80,6 +80,7 @@ start), stops Spark and the embedded PostgreSQL, and exits 143 (SIGTERM) or 130 
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from services.groupfilter import add_group_filter_arguments
     from services.kafka_options import add_kafka_arguments
     from services.settings import env
     from services.store.options import add_database_url_argument
@@ -153,6 +154,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=int,
         default=env("GROUPSCOPE_OFFSETS_PARTITIONS", "50"),
         help="offsets.topic.num.partitions of the cluster (default: 50)",
+    )
+    add_group_filter_arguments(
+        parser,
+        (
+            "GROUPSCOPE_STREAM_GROUPS_INCLUDE",
+            "track and store only the groups it matches (default: every group)",
+        ),
+        (
+            "GROUPSCOPE_STREAM_GROUPS_EXCLUDE",
+            "neither track nor store the groups it matches, even if included (their "
+            "records are read, counted in the batch log line and dropped)",
+        ),
     )
     parser.add_argument(
         "--master",
@@ -233,6 +246,11 @@ def run(args: argparse.Namespace) -> int:
     log.info(
         "source %s, client config %s, checkpoint %s", name, redact(dict(config.kafka)), checkpoint
     )
+    if config.groups.active:
+        log.info(
+            "groups: %s; the records of other groups are counted and dropped",
+            config.groups.describe(),
+        )
     try:
         return _run_query(config, checkpoint)
     except (OutageError, ConnectorMissingError) as exc:
@@ -314,6 +332,7 @@ def _run_query(config: StreamConfig, checkpoint: Path) -> int:
                 topic_names=None if kind == "replay" else TopicNames(cluster),
                 store_outage=store_outage,
                 replica_racks=None if kind == "replay" else ReplicaRacks(cluster),
+                groups=config.groups,
             )
             writer = df.writeStream.foreachBatch(processor).option(
                 "checkpointLocation", str(checkpoint)
@@ -358,7 +377,9 @@ def _follow(
             print(
                 f"[{time.monotonic() - started:6.0f}s] batches {processor.batches}, "
                 f"last: {last.records} records, {last.generations} generations, "
-                f"{sum(last.failures.values())} failures, {last.seconds:.1f}s",
+                f"{sum(last.failures.values())} failures, "
+                f"{f'{last.filtered} filtered, ' if processor.groups.active else ''}"
+                f"{last.seconds:.1f}s",
                 file=sys.stderr,
                 flush=True,
             )

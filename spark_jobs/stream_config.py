@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from services.groupfilter import GroupFilter
 from spark_jobs.settings import SparkSettings
 
 
@@ -32,6 +33,7 @@ class StreamConfig:
     max_records_per_trigger: int
     max_files_per_trigger: int | None
     offsets_partitions: int
+    groups: GroupFilter  # --groups-include, --groups-exclude: the groups kept
     master: str | None
     spark_conf: Mapping[str, str]  # --conf
     spark: SparkSettings
@@ -44,6 +46,7 @@ class StreamConfig:
         """The parsed flags and the environment's knobs, checked in the order the
         command has always checked them."""
         from services.cli import UsageError
+        from services.groupfilter import group_filter
         from services.kafka_options import kafka_config
         from spark_jobs.dependencies import max_outage
         from spark_jobs.spark_conf import check_master, parse_conf
@@ -52,6 +55,7 @@ class StreamConfig:
         kafka = kafka_config(args)
         trigger = parse_seconds(args.trigger)
         check_numbers(args)
+        groups = group_filter(args)
         master = check_master(args.master) if args.master else args.master
         spark_conf = parse_conf(args.conf)
         limit = max_outage(args.max_outage, args.once)
@@ -79,6 +83,7 @@ class StreamConfig:
             max_records_per_trigger=args.max_records_per_trigger,
             max_files_per_trigger=args.max_files_per_trigger,
             offsets_partitions=args.offsets_partitions,
+            groups=groups,
             master=master,
             spark_conf=spark_conf,
             spark=spark,

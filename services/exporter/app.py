@@ -54,8 +54,15 @@ from services.exporter.exposition import ExporterStats, Options, Rendered, prepa
 from services.exporter.lag import Fetch, LagPollError, LagResult, OffsetHistory
 from services.exporter.lagstatus import CommitWindows
 from services.exporter.server import BoundedHTTPServer
-from services.exporter.snapshot import Offsets, PipelineRow, StoreSnapshot, read_snapshot
+from services.exporter.snapshot import (
+    Offsets,
+    PipelineRow,
+    StoreSnapshot,
+    only_groups,
+    read_snapshot,
+)
 from services.exporter.status import StatusView, group_document, groups_document
+from services.groupfilter import KEEP_ALL, GroupFilter
 from services.store.errors import SchemaOutdatedError, StoreError
 from services.store.migrate import head_revision
 
@@ -76,6 +83,8 @@ class ExporterConfig:
     # HTTP: a request must arrive (and a response be written) within the timeout.
     http_timeout_s: float = 10.0
     max_connections: int = 64
+    # --groups-include, --groups-exclude: the groups whose series are published.
+    groups: GroupFilter = KEEP_ALL
     http_workers: int = 4
     # A refresh still waiting on the store after this (or two intervals) counts as failed.
     stall_s: float = 30.0
@@ -167,6 +176,7 @@ class Exporter:
             self.stats.refresh_errors += 1
             self._set_readiness(Readiness(False, str(exc), type(exc).__name__))
             return False
+        snapshot = only_groups(snapshot, self.config.groups)
         lag = self._lag(snapshot, now)
         self.stats.refresh_seconds = time.perf_counter() - started
         self.stats.last_refresh = now

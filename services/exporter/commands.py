@@ -32,12 +32,14 @@ lag:
 examples:
   groupscope exporter --bootstrap-servers broker:9092
   groupscope exporter --port 9308 --interval 30s --storm-rebalances 3 --storm-window 5m
+  groupscope exporter --groups-include '^payments-' --groups-exclude '-(test|canary)$'
   groupscope exporter --bootstrap-servers broker:9093 --kafka-config-file client.properties \\
       --database-url postgresql://groupscope@db/groupscope --per-partition
 """
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    from services.groupfilter import add_group_filter_arguments
     from services.kafka_options import add_kafka_arguments
     from services.settings import env
     from services.store.options import add_database_url_argument
@@ -126,6 +128,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=env("GROUPSCOPE_EXPORTER_PER_PARTITION", "") not in ("", "0", "false"),
         help="also publish committed offset and lag per partition (many more series)",
     )
+    add_group_filter_arguments(
+        parser,
+        (
+            "GROUPSCOPE_EXPORTER_GROUPS_INCLUDE",
+            "publish only the groups it matches (default: every group)",
+        ),
+        (
+            "GROUPSCOPE_EXPORTER_GROUPS_EXCLUDE",
+            "do not publish the groups it matches, even if included (pipeline and decode "
+            "failure metrics stay)",
+        ),
+    )
     parser.add_argument(
         "--lag-history",
         type=int,
@@ -144,6 +158,7 @@ def config_from(args: argparse.Namespace):  # -> ExporterConfig
     from services.cli import UsageError
     from services.durations import seconds_flag
     from services.exporter.app import ExporterConfig
+    from services.groupfilter import group_filter
     from services.limits import INT32_MAX, at_most
 
     if not 0 <= args.port <= 65535:
@@ -170,6 +185,7 @@ def config_from(args: argparse.Namespace):  # -> ExporterConfig
         source_stale_after_s=seconds_flag("--source-stale-after", args.source_stale_after),
         http_timeout_s=seconds_flag("--http-timeout", args.http_timeout),
         max_connections=args.max_connections,
+        groups=group_filter(args),
     )
 
 
@@ -224,6 +240,10 @@ def _serve(args: argparse.Namespace) -> int:
                 raise UsageError(
                     f"cannot listen on {config.host}:{config.port}: {exc.strerror}"
                 ) from None
+            if config.groups.active:
+                logging.getLogger("groupscope.exporter").info(
+                    "groups: %s", config.groups.describe()
+                )
             print(
                 f"groupscope exporter: {exporter.metrics_url} "
                 f"({exporter.exposition.samples} samples; store {redacted(url)}; "

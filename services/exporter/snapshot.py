@@ -12,7 +12,8 @@ so they travel as packed binary arrays and land in numpy arrays, not Python obje
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import cached_property
 from typing import Any
@@ -22,6 +23,7 @@ import psycopg
 from sqlalchemy import Engine
 from sqlalchemy.exc import DBAPIError
 
+from services.groupfilter import GroupFilter
 from services.store.batch import CAUSES
 from services.store.database import psycopg_connection
 from services.store.errors import SchemaOutdatedError, StoreUnavailableError, first_line
@@ -221,6 +223,28 @@ class Offsets:
             for g, t in zip(self.pair_group.tolist(), self.pair_topic.tolist(), strict=True)
         ]
 
+    def only(self, keeps: Callable[[str], bool]) -> Offsets:
+        """The rows of the groups `keeps` keeps, renumbered (names, pairs) as if only
+        they had been read."""
+        kept_group = np.fromiter(map(keeps, self.groups), bool, len(self.groups))
+        kept_pair = kept_group[self.pair_group]
+        rows = kept_pair[self.pair]
+        renumbered = np.cumsum(kept_pair) - 1  # old pair index -> new, where kept
+        pair = renumbered[self.pair[rows]]
+        groups, pair_group = np.unique(self.pair_group[kept_pair], return_inverse=True)
+        topics, pair_topic = np.unique(self.pair_topic[kept_pair], return_inverse=True)
+        return Offsets(
+            groups=[self.groups[g] for g in groups.tolist()],
+            topics=[self.topics[t] for t in topics.tolist()],
+            pair_group=pair_group.astype(np.int64),
+            pair_topic=pair_topic.astype(np.int64),
+            pair=pair,
+            topic=pair_topic.astype(np.int64)[pair],
+            partition=self.partition[rows],
+            committed=self.committed[rows],
+            commit_ms=self.commit_ms[rows],
+        )
+
     def distinct_partitions(self) -> tuple[np.ndarray, np.ndarray]:
         """(topic index, partition) of every distinct topic-partition: what to poll."""
         keys = np.unique((self.topic << 32) | self.partition)
@@ -240,6 +264,23 @@ class StoreSnapshot:
     offsets: Offsets
     # group -> primary cause -> rebalances (see REBALANCE_CAUSES); sums to `rebalances`
     rebalance_causes: dict[str, dict[str, int]] = field(default_factory=dict)
+
+
+def only_groups(snapshot: StoreSnapshot, groups: GroupFilter) -> StoreSnapshot:
+    """`snapshot` as if the store held only the groups `groups` keeps: the exporter's
+    `--groups-include`/`--groups-exclude`. Decode failures and pipeline rows are no
+    group's, and stay."""
+    if not groups.active:
+        return snapshot
+    keeps = groups.keeps
+    return replace(
+        snapshot,
+        groups=[g for g in snapshot.groups if keeps(g.name)],
+        rebalances={g: r for g, r in snapshot.rebalances.items() if keeps(g)},
+        last_rebalances={g: r for g, r in snapshot.last_rebalances.items() if keeps(g)},
+        offsets=snapshot.offsets.only(keeps),
+        rebalance_causes={g: c for g, c in snapshot.rebalance_causes.items() if keeps(g)},
+    )
 
 
 def read_snapshot(

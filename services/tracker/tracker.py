@@ -136,6 +136,19 @@ class GenerationTracker:
             and position.offset <= last.position.offset
         )
 
+    def groups(self) -> set[str]:
+        """Every group the tracker keeps state of."""
+        return self.last.keys() | self.kip848.keys() | self.commits.keys() | self.departed.keys()
+
+    def forget(self, groups: Iterable[str]) -> None:
+        """Drop what is kept of `groups`: a record of one of them later starts it afresh,
+        as a group first seen (a deleted group, or one the job's filter no longer keeps)."""
+        for group in groups:
+            self.last.pop(group, None)
+            self.kip848.pop(group, None)
+            self.commits.pop(group, None)
+            self.departed.pop(group, None)
+
     def delete(self, group: str, position: Position, group_type: str) -> None:
         """A group tombstone: the group was deleted (or expired while empty)."""
         self.events.append(
@@ -148,10 +161,7 @@ class GenerationTracker:
                 deleted=True,
             )
         )
-        self.last.pop(group, None)
-        self.kip848.pop(group, None)
-        self.commits.pop(group, None)
-        self.departed.pop(group, None)
+        self.forget([group])
 
     def advance(
         self,

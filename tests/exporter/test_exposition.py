@@ -11,10 +11,12 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import Engine, text
 
+from services.exporter.app import Exporter, ExporterConfig
 from services.exporter.catalogue import BY_NAME, METRICS
 from services.exporter.exposition import ExporterStats, Options, render
 from services.exporter.lag import LagResult
-from services.exporter.snapshot import read_snapshot
+from services.exporter.snapshot import only_groups, read_snapshot
+from services.groupfilter import KEEP_ALL, GroupFilter
 from services.store.batch import (
     CAUSES,
     BatchHealth,
@@ -144,8 +146,10 @@ def seeded(store_engine: Engine) -> Engine:
     return store_engine
 
 
-def scrape(engine: Engine, per_partition: bool = False, lag: bool = False) -> dict:
-    snapshot = read_snapshot(engine, 600, NOW)
+def scrape(
+    engine: Engine, per_partition: bool = False, lag: bool = False, groups: GroupFilter = KEEP_ALL
+) -> dict:
+    snapshot = only_groups(read_snapshot(engine, 600, NOW), groups)
     result = None
     if lag:
         n = len(snapshot.offsets)
@@ -299,6 +303,42 @@ def test_lag_sums_per_topic_and_partitions_only_behind_the_flag(seeded: Engine) 
     assert (
         value(s, "partition_committed_offset", group="billing", topic="orders", partition="0") == 45
     )
+
+
+def group_of(key: tuple[str, tuple]) -> str | None:
+    return dict(key[1]).get("group")
+
+
+def test_a_group_filter_drops_every_series_of_its_groups_and_only_those(seeded: Engine) -> None:
+    full = scrape(seeded, per_partition=True, lag=True)
+    assert {group_of(k) for k in full} == {"billing", "crashy", "forming", "gone", "idle", None}
+    for groups, gone in [
+        (GroupFilter.of(exclude=["^crash", "^idle$"]), {"crashy", "idle"}),
+        (
+            GroupFilter.of(include=["^bill", "^for"], exclude=["^forming$"]),
+            {"crashy", "forming", "gone", "idle"},
+        ),
+    ]:
+        kept = scrape(seeded, per_partition=True, lag=True, groups=groups)
+        series = ("groupscope_exporter_series", ())
+        expected = {k for k in full if group_of(k) not in gone} - {series}
+        assert kept.keys() - {series} == expected
+        # The kept groups' offsets keep their own values through the renumbering.
+        for key in expected:
+            if key[0].startswith(("groupscope_partition_committed", "groupscope_committed")):
+                assert kept[key] == full[key], key
+    # The exporter applies its configured filter on every refresh; pipeline health and
+    # decode failures are no group's and stay.
+    app = Exporter(ExporterConfig(groups=GroupFilter.of(exclude=["^crash"])), seeded)
+    assert app.refresh()
+    published = {
+        (s.name, tuple(sorted(s.labels.items())))
+        for family in text_string_to_metric_families(app.exposition.plain.decode())
+        for s in family.samples
+    }
+    assert {group_of(k) for k in published} == {"billing", "forming", "gone", "idle", None}
+    names = {k[0] for k in published}
+    assert {"groupscope_pipeline_caught_up", "groupscope_decode_failures_total"} <= names
 
 
 def test_no_member_ids_in_labels(seeded: Engine) -> None:

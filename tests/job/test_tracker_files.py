@@ -4,9 +4,22 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from services.groupfilter import GroupFilter
 from services.tracker import GenerationTracker, state
 from spark_jobs import tracker_files
-from tests.tracker.test_generations import TOPIC_ID, feed, kip848_records
+from spark_jobs.batch import BatchProcessor
+from tests.tracker.test_generations import (
+    TOPIC_ID,
+    classic,
+    epoch,
+    feed,
+    kip848_records,
+    member,
+    member_meta,
+    target,
+    target_epoch,
+    tp,
+)
 
 
 def test_the_cluster_wide_topic_names_survive_a_restart(tmp_path: Path) -> None:
@@ -30,3 +43,31 @@ def test_a_state_saved_before_topic_names_existed_loads(tmp_path: Path) -> None:
     raw = state.dump(GenerationTracker())
     del raw["topic_names"]
     assert state.load(raw).topic_names == {}
+
+
+def test_a_group_the_filter_drops_is_forgotten_and_starts_afresh(tmp_path: Path) -> None:
+    """A state saved without a filter: the group now excluded is dropped from it, so that
+    were it included again, its next epoch would be a first one, not a rebalance from
+    an epoch long gone."""
+    tracker = GenerationTracker()
+    tracker.topic_names[TOPIC_ID] = "stock"
+    feed(tracker, [classic("a", 1, "range", [member("a-1", tp("t", 0))])])
+    feed(tracker, kip848_records(named=False), start=1)
+    tracker.drain()
+    assert tracker.groups() == {"a", "k"}
+    tracker_files.save(tmp_path, 4, tracker)
+
+    excluding = BatchProcessor(
+        None, "test", 50, state_dir=tmp_path, groups=GroupFilter.of(exclude=["^k$"])
+    )
+    assert excluding.tracker.groups() == {"a"}
+    kept = BatchProcessor(None, "test", 50, state_dir=tmp_path)
+    assert kept.tracker.groups() == {"a", "k"}
+    for processor, rebalance in ((excluding, False), (kept, True)):
+        feed(
+            processor.tracker,
+            [member_meta("m3"), *epoch(3), target("m3", [0]), target_epoch(3)],
+            20,
+        )
+        (third,) = processor.tracker.drain()[0]
+        assert third.generation == 3 and (third.rebalance is not None) is rebalance
