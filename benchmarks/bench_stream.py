@@ -16,7 +16,11 @@ behind for the restart case, default 4,000,000), GROUPSCOPE_BENCH_CASES (default
 commits,rebalances,restart,broker; `sources` compares both Kafka sources on Apache Kafka
 itself, GROUPSCOPE_BENCH_SOURCES choosing them, default kafka,spark-kafka; `filter`
 runs the commits with `--groups-include`/`--groups-exclude` filters keeping all, half
-and 1/200 of the groups, to show where a filtered record's cost goes).
+and 1/200 of the groups, to show where a filtered record's cost goes),
+GROUPSCOPE_BENCH_COMMIT_SECONDS (unset: the commit times advance 1 ms per 1,000 records,
+so that 20M records span 20 s, a minute of history; N: each partition commits every N
+seconds, so that with 5 the 20M span 69 minutes and a backlog batch holds each
+partition's history of a quarter of an hour, one entry a minute).
 """
 
 from __future__ import annotations
@@ -45,7 +49,9 @@ VALUE = struct.Struct(">hqih0sq")  # v3: version, offset, leader epoch, "" metad
 
 def commit_chunks(total: int, per_chunk: int) -> Iterator[pa.Table]:
     """`total` offset commits over 24,000 (group, topic, partition) keys, in log order,
-    as tables of at most `per_chunk` records with the source's row schema."""
+    as tables of at most `per_chunk` records with the source's row schema; their commit
+    times as GROUPSCOPE_BENCH_COMMIT_SECONDS says (see above)."""
+    every = os.environ.get("GROUPSCOPE_BENCH_COMMIT_SECONDS")
     keys = []
     for g in range(GROUPS):
         group = f"bench-service-{g}-consumer"
@@ -63,9 +69,10 @@ def commit_chunks(total: int, per_chunk: int) -> Iterator[pa.Table]:
             parts.append(source)
             offsets.append(next_offset[source])
             next_offset[source] += 1
-            stamps.append(base_ms + i // 1000)
+            ms = base_ms + (i // len(keys) * int(every) * 1000 if every else i // 1000)
+            stamps.append(ms)
             ks.append(key)
-            vs.append(VALUE.pack(3, i // len(keys), 7, 0, b"", base_ms + i // 1000))
+            vs.append(VALUE.pack(3, i // len(keys), 7, 0, b"", ms))
         yield pa.table(
             {
                 "topic": pa.array(["__consumer_offsets"] * n, pa.string()),

@@ -1,7 +1,8 @@
 """One micro-batch: decode, check coordinator partitions, track generations, write.
 
 Runs as `foreachBatch`. Offset commits (the bulk) are decoded by Spark SQL
-(`offset_columns`) and reduced to the latest commit per (group, topic, partition) before
+(`offset_columns`) and reduced to the latest commit per (group, topic, partition) and
+minute of commit time (the offset history's resolution, `services.store.batch`) before
 anything reaches the driver. Everything else is a small remainder: group records, flexible
 or malformed records. It is collected in log order and decoded with the codec on the
 driver, where the generation tracker keeps each group's last generation. The whole batch
@@ -16,9 +17,9 @@ import logging
 import re
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -29,6 +30,7 @@ from services.codec import DecodeError, decode_record, partition_for
 from services.groupfilter import KEEP_ALL, GroupFilter
 from services.outage import Outage
 from services.store.batch import (
+    HISTORY_INTERVAL_MS,
     BatchHealth,
     BatchWrite,
     DecodeFailure,
@@ -45,7 +47,12 @@ from services.tracker.model import MAX_MILLIS, identity, time_repair, to_datetim
 from spark_jobs import poison, tracker_files
 from spark_jobs.checkpoint import with_source_positions
 from spark_jobs.group_rows import drop_filtered
-from spark_jobs.offset_columns import commit_row_ok, decode_offset_commits
+from spark_jobs.offset_columns import (
+    commit_row_ok,
+    decode_offset_commits,
+    history_commit_ms,
+    history_minute,
+)
 from spark_jobs.replica_racks import ReplicaRacks
 from spark_jobs.topic_names import TopicNames
 
@@ -132,9 +139,12 @@ def _commit(row: dict[str, Any], repairs: list[Repair]) -> OffsetCommit:
         metadata=row["metadata"],
         expire_time=to_datetime(expire_ms),
         commits=row["commits"],
+        record_time=row["source_time"],
+        latest_commit_time=to_datetime(row["latest_commit_ms"]),
     )
 
 
+SOURCE_COLUMNS = ("partition", "offset", "timestamp", "key", "value")
 POSITION_PREFIX = b"\xff\xff"  # offset-commit keys start 00 00 or 00 01, never ff
 NULL_KEY_PREFIX = b"\xff\xfe"
 
@@ -146,18 +156,79 @@ def remainder_key(group_key: bytes) -> bytes | None:
     return group_key.split(b"/", 2)[2]
 
 
+# A batch's commits: the latest of each (group, topic, partition, interval of history
+# time), the interval as `offset_columns.history_minute` numbers it (None: no time).
+Commits = dict[tuple[str, str, int, int | None], OffsetCommit]
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_INTERVAL = timedelta(milliseconds=HISTORY_INTERVAL_MS)
+
+
+def history_minute_of(commit: OffsetCommit) -> int | None:
+    """The interval of history time of a commit the codec decoded: the number Spark's
+    `history_minute` gives the others (commit timestamp, else record timestamp)."""
+    time = commit.commit_time or commit.record_time
+    return None if time is None else (time - _EPOCH) // _INTERVAL
+
+
+def merge_commit(
+    commits: Commits, key: tuple[str, str, int, int | None], commit: OffsetCommit
+) -> None:
+    """Keep the later of `commit` and the one `commits` holds under `key`, counting both
+    and keeping the later commit time of both."""
+    known = commits.get(key)
+    if known is None:
+        commits[key] = commit
+    else:  # the latest is kept; the one it supersedes is still counted
+        latest = commit if known.source_offset < commit.source_offset else known
+        times = [t for c in (known, commit) if (t := c.latest_commit_time or c.commit_time)]
+        commits[key] = replace(
+            latest,
+            commits=known.commits + commit.commits,
+            latest_commit_time=max(times, default=None),
+        )
+
+
+def latest_per_partition(commits: Iterable[OffsetCommit]) -> list[OffsetCommit]:
+    """The latest of the commits of each (group, topic, partition)."""
+    latest: dict[tuple[str, str, int], OffsetCommit] = {}
+    for c in commits:
+        known = latest.get((c.group, c.topic, c.partition))
+        if known is None or known.source_offset < c.source_offset:
+            latest[(c.group, c.topic, c.partition)] = c
+    return list(latest.values())
+
+
+def malformed_keys(
+    rows: dict[bytes, list[dict[str, Any]]], remainder: list[dict[str, Any]]
+) -> list[bytes]:
+    """Of the rows whose offset-commit key SQL could not decode, by key: the keys with
+    several records, all of which the codec must see (returned, to be read again), and
+    the single records, added to `remainder` as they are. A key's records may sit in
+    several intervals of history time, so the count is the key's, not a row's."""
+    bad = []
+    for key, key_rows in rows.items():
+        if sum(r["n"] for r in key_rows) > 1:
+            bad.append(key)  # a malformed key: all its records fail
+        else:
+            remainder += key_rows
+    return bad
+
+
 @dataclass(frozen=True)
 class _ReduceColumns:
     """`reduce_batch`'s expressions. Building them takes about a thousand Py4J calls
     (docs/performance.md, "Design measurements": reduction expressions), and they do not
     depend on the batch, so they are built once per JVM session and reused.
 
-    A record that passes the cheap row checks is grouped under its key; any other record
-    under a key unique to it: its source position followed by its own key bytes
-    (`ff ff <partition>/<offset>/<key>`, or `ff fe <partition>/<offset>` for a null key),
-    so that the aggregate need not carry the key. It carries one binary column (the
-    latest value) and otherwise plain numbers, which took less CPU than the latest row
-    as one struct (the same item of docs/performance.md).
+    A record that passes the cheap row checks is grouped under its key and its interval
+    of history time (`offset_columns.history_minute`: the offset history keeps each
+    interval's latest commit, so that it does not depend on how records are cut into
+    batches); any other record under a key unique to it: its source position followed
+    by its own key bytes (`ff ff <partition>/<offset>/<key>`, or `ff fe
+    <partition>/<offset>` for a null key), so that the aggregate need not carry the key.
+    It carries one binary column (the latest value) and otherwise plain numbers, which
+    took less CPU than the latest row as one struct (the same item of
+    docs/performance.md).
 
     A binary aggregation buffer rules out Spark's `HashAggregateExec`, and Spark then
     plans a sort aggregate unless some aggregate is a `TypedImperativeAggregate`
@@ -168,6 +239,7 @@ class _ReduceColumns:
     (`spark_jobs.session`), Spark falls back to sorting, with the same result.
     """
 
+    checked: list[Any]
     keyed: list[Any]
     agg: list[Any]
     latest: list[Any]
@@ -187,20 +259,26 @@ class _ReduceColumns:
         )
         row_ok = F.substring("group_key", 1, 1) != F.lit(bytearray(b"\xff"))
         return cls(
+            checked=[*SOURCE_COLUMNS, commit_row_ok().alias("row_ok")],
             keyed=[
                 F.col("partition").alias("source_partition"),
                 F.col("offset").alias("source_offset"),
                 F.col("timestamp").alias("source_time"),
                 "value",
-                F.when(commit_row_ok(), F.col("key")).otherwise(unique).alias("group_key"),
+                F.when(F.col("row_ok"), F.col("key")).otherwise(unique).alias("group_key"),
+                history_commit_ms(F.col("row_ok")).alias("commit_time_ms"),
+                history_minute(F.col("commit_time_ms"), HISTORY_INTERVAL_MS).alias("minute"),
             ],
             agg=[
                 F.max_by("source_partition", "source_offset").alias("source_partition"),
                 F.max("source_offset").alias("source_offset"),
-                F.max("source_time").alias("source_time"),
+                # the latest record's: a tombstone's history time (OffsetCommit.record_time)
+                F.max_by("source_time", "source_offset").alias("source_time"),
                 F.max_by("value", "source_offset").alias("value"),
                 F.count("*").alias("n"),
                 F.count("value").alias("commits"),  # a tombstone (null value) is no commit
+                # the latest commit time, which a later tombstone does not carry
+                F.max("commit_time_ms").alias("latest_commit_ms"),
                 F.collect_list(F.lit(None).cast("int")).alias("hash_plan"),
             ],
             latest=[
@@ -214,6 +292,8 @@ class _ReduceColumns:
                 (F.col("n") + F.size("hash_plan")).alias("n"),
                 "commits",
                 F.when(~row_ok, F.col("group_key")).alias("group_key"),  # only where needed
+                "minute",
+                "latest_commit_ms",
             ],
             decoded=["*", *decode_offset_commits()],
         )
@@ -234,15 +314,21 @@ def reduce_batch(df: DataFrame) -> DataFrame:
     """The whole batch in one Spark job, without caching the source.
 
     An offset commit's key bytes identify its (group, topic, partition), so commits that
-    pass the cheap per-row checks are reduced to the latest per key first (with their
-    count), and only those winners are decoded. Every other record is grouped under a
-    key unique to its source position, so it keeps its own row and bytes for the codec
-    (`key` is null in its row: `remainder_key` reads it from `group_key`). One binary
-    grouping key keeps the row checks from being evaluated more than once.
+    pass the cheap per-row checks are reduced to the latest per key and minute of commit
+    time first (with their count), and only those winners are decoded: one row per
+    partition in a live batch, one per partition and minute in a backlog. Every other
+    record is grouped under a key unique to its source position, so it keeps its own
+    row and bytes for the codec (`key` is null in its row: `remainder_key` reads it from
+    `group_key`). One binary grouping key keeps the row checks from being evaluated more
+    than once.
     """
     columns = _reduce_columns(df)
     latest = (
-        df.select(*columns.keyed).groupBy("group_key").agg(*columns.agg).select(*columns.latest)
+        df.select(*columns.checked)
+        .select(*columns.keyed)
+        .groupBy("group_key", "minute")
+        .agg(*columns.agg)
+        .select(*columns.latest)
     )
     return latest.select(*columns.decoded)
 
@@ -365,9 +451,10 @@ class BatchProcessor:
         if self.groups.active:
             table = self._drop_filtered(table, stats)
         rows = table.to_pylist()
-        offsets: dict[tuple[str, str, int], OffsetCommit] = {}
+        offsets: Commits = {}
         repairs: list[Repair] = []
-        remainder, bad_keys = [], []
+        remainder: list[dict[str, Any]] = []
+        malformed: dict[bytes, list[dict[str, Any]]] = {}
         for row in rows:
             stats.records += row["n"]
             partition, last = row["source_partition"], row["source_offset"]
@@ -376,14 +463,14 @@ class BatchProcessor:
                 if not row["row_ok"]:
                     row["key"] = remainder_key(row["group_key"])
                     remainder.append(row)
-                elif row["n"] > 1:
-                    bad_keys.append(row["key"])  # a malformed key: all its records fail
                 else:
-                    remainder.append(row)
+                    malformed.setdefault(row["key"], []).append(row)
                 continue
             stats.offset_commits += row["n"]
-            offsets[(row["group"], row["topic"], row["partition_id"])] = _commit(row, repairs)
+            key = (row["group"], row["topic"], row["partition_id"], row["minute"])
+            merge_commit(offsets, key, _commit(row, repairs))
             self._check_partition(row["group"], partition)
+        bad_keys = malformed_keys(malformed, remainder)
         if bad_keys:
             remainder += (
                 df.select(*source_columns())
@@ -451,7 +538,7 @@ class BatchProcessor:
     def _remainder(
         self,
         rows: list[dict[str, Any]],
-        offsets: dict[tuple[str, str, int], OffsetCommit],
+        offsets: Commits,
         stats: BatchStats,
         repairs: list[Repair],
     ) -> list[DecodeFailure]:
@@ -479,13 +566,8 @@ class BatchProcessor:
             if kind == "offset_commit":
                 stats.offset_commits += 1
                 commit = self._codec_commit(record, position, repairs)
-                key = (commit.group, commit.topic, commit.partition)
-                known = offsets.get(key)
-                if known is None:
-                    offsets[key] = commit
-                else:  # the latest is kept; the one it supersedes is still counted
-                    latest = commit if known.source_offset < commit.source_offset else known
-                    offsets[key] = replace(latest, commits=known.commits + commit.commits)
+                key = (commit.group, commit.topic, commit.partition, history_minute_of(commit))
+                merge_commit(offsets, key, commit)
             else:
                 stats.group_records += 1
                 group_records.append((record, position))
@@ -512,7 +594,7 @@ class BatchProcessor:
                 },
                 Position(c.source_partition, c.source_offset, c.commit_time),
             )
-            for c in offsets.values()
+            for c in latest_per_partition(offsets.values())
             if c.group in tracked and c.offset is not None and c.commit_time is not None
         ]
         ordered = sorted([*group_records, *marks], key=lambda r: (r[1].partition, r[1].offset))
@@ -534,11 +616,13 @@ class BatchProcessor:
                 "committed_offset": value.get("offset"),
                 "source_partition": position.partition,
                 "source_offset": position.offset,
+                "source_time": position.time,
                 "commit_ms": value.get("commit_timestamp"),
                 "leader_epoch": value.get("leader_epoch"),
                 "metadata": value.get("metadata"),
                 "expire_ms": value.get("expire_timestamp"),
                 "commits": int(record["value"] is not None),  # a tombstone is no commit
+                "latest_commit_ms": value.get("commit_timestamp"),
             },
             repairs,
         )

@@ -25,6 +25,8 @@ from __future__ import annotations
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
+from services.tracker.model import MAX_MILLIS
+
 
 def _unsigned(data: Column, pos: Column | int, size: int) -> Column:
     """Big-endian unsigned integer of `size` bytes at 1-based `pos`, as a bigint."""
@@ -204,3 +206,29 @@ def decode_offset_commits() -> list[Column]:
         when_value(version).alias("value_version"),
         fast_ok.alias("fast_ok"),
     ]
+
+
+def history_commit_ms(row_ok: Column) -> Column:
+    """The commit timestamp (epoch ms) of a record that passed the row checks (`row_ok`,
+    from `commit_row_ok`), where a date can hold it; else null (a tombstone, -1, a time
+    out of range, a record the codec decodes on its own). Cheap enough for every record:
+    it sits at a fixed distance from the value's end (the last 8 bytes; in v1 before the
+    8 of the expire time), and in v4 right after the metadata, whose length the one-byte
+    varint before it gives (`V4_METADATA_POS`)."""
+    value = F.col("value")
+    version, _, extra = _value_layout(value)
+    commit_pos = F.when(
+        version == F.lit(bytearray(V4)),
+        _unsigned(value, V4_METADATA_POS - 1, 1) + (V4_METADATA_POS - 1),
+    ).otherwise(F.length(value) - 7 - extra)
+    commit_ms = int64(value, commit_pos)
+    return F.when(row_ok & commit_ms.between(0, MAX_MILLIS), commit_ms)
+
+
+def history_minute(commit_ms: Column, interval_ms: int) -> Column:
+    """The interval of history time a record falls in (epoch milliseconds floor-divided
+    by `interval_ms`), as the store bins it (`services.store.batch`, "Offset history"):
+    by its commit time (`history_commit_ms`) where it has one, else by its own
+    `timestamp` (a tombstone's)."""
+    ms = F.coalesce(commit_ms, F.unix_millis(F.col("timestamp")))
+    return F.floor(ms / F.lit(interval_ms))

@@ -474,18 +474,18 @@ def build() -> builders.Dashboard:
             timeseries_panel(
                 "Committed offsets by partition (history store)",
                 (
-                    "Each partition's committed offset as the streaming job "
-                    "stored it (offset_history_entries); a flat line while the "
-                    "group has members is a stall."
+                    "Each partition's committed offset at its last commit of each "
+                    "minute (offset_history_entries); a flat line while the group "
+                    "has members is a stall."
                 ),
                 [
                     Sql(
                         (
-                            "SELECT batch_time AS \"time\", topic || '-' || partition AS "
-                            "metric, committed_offset AS value FROM "
-                            "offset_history_entries WHERE group_name = ${group:sqlstring} "
-                            "AND topic IN (${topic:sqlstring}) AND "
-                            "$__timeFilter(batch_time) ORDER BY 1"
+                            "SELECT coalesce(commit_timestamp, minute) AS \"time\", "
+                            "topic || '-' || partition AS metric, committed_offset AS "
+                            "value FROM offset_history_entries WHERE group_name = "
+                            "${group:sqlstring} AND topic IN (${topic:sqlstring}) AND "
+                            "$__timeFilter(minute) ORDER BY 1"
                         ),
                         time_series=True,
                     )

@@ -73,9 +73,19 @@ Rules the store relies on:
   checkpoint; retry (with `RetryPolicy`) or fail the query. `BatchRejectedError`
   means the data broke a constraint; retrying the same batch will not help.
 
-Times are timezone-aware `datetime`s. Offset history is written per batch, not per
-commit: each group whose offsets the batch moved gets one `offset_history` row listing
-each moved partition's new offset, stamped with `batch_id` and `batch_time`.
+- **Offset history.** The store keeps, per group, topic, partition and minute of
+  history time, the latest commit (or tombstone) it was given: its history time is the
+  commit timestamp, else the record's own timestamp (`OffsetCommit.record_time`, a
+  tombstone's), else the batch time. A minute's entry is replaced only by a later
+  source position, so the history depends on the records alone, not on how they were
+  cut into batches: a backlog read in one batch leaves the same history as the same
+  records read live. Give the store every minute's latest commit of each partition
+  (`offsets` may hold several commits per partition: the latest position sets the
+  committed offset, the latest of each minute its history entry); `commits` counts
+  the records each stands for, which the store adds to the group's count once, and
+  `latest_commit_time` the latest commit time among them.
+
+Times are timezone-aware `datetime`s.
 """
 
 from __future__ import annotations
@@ -83,6 +93,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+
+# The offset history keeps a partition's latest commit of each such interval of its
+# history time (see "Offset history" above); the job reduces commits to it in Spark.
+HISTORY_INTERVAL_MS = 60_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,8 +114,15 @@ class OffsetCommit:
     metadata: str | None = None
     expire_time: datetime | None = None
     # Commit records this one stands for: the job keeps only a batch's latest commit
-    # per partition, but counts the ones it superseded (the exporter's commit rate).
+    # per partition and minute, but counts the ones it superseded (the exporter's
+    # commit rate).
     commits: int = 1
+    # The record's own timestamp in __consumer_offsets: a tombstone's history time.
+    record_time: datetime | None = None
+    # The latest commit time of the records this one stands for, where it is not this
+    # one's own (a tombstone superseded commits); None: `commit_time`. The group's last
+    # commit time (`groups.last_commit_timestamp`) is the latest of these.
+    latest_commit_time: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -232,17 +232,51 @@ class CommittedOffset(Base):
 
 
 class OffsetHistory(Base):
-    """What one micro-batch did to one group's committed offsets, compactly.
+    """How one group's committed offsets moved within one minute of history time.
 
-    One row per group and batch that moved any of its offsets, with parallel arrays
-    (entry i is topics[i], partitions[i], ...). 100,000 commits over 1,000 groups make
-    1,000 rows, not 100,000. The `offset_history_entries` view unnests them. The key is
-    the group and the position of the latest commit in the row: a replayed batch moves
-    no offset, so it adds no row, and two batches can never share that position.
+    One row per group and minute (`minute`, its start) in which any of its partitions
+    had a commit or tombstone, with parallel arrays (entry i is topics[i],
+    partitions[i], ...): each partition's latest record of that minute, by source
+    position. A record's history time is its commit timestamp, else its own timestamp
+    in `__consumer_offsets` (a tombstone's), else the batch's time. The rows depend on
+    the records alone, not on the micro-batches that carried them: a backlog read in
+    one batch leaves the same rows as the same records read live (migration 0007; see
+    `services.store.repository.UPSERT_OFFSET_HISTORY`). A partition committing every
+    5 s costs one entry a minute, whatever the trigger. The `offset_history_entries`
+    view unnests them.
     """
 
     __tablename__ = "offset_history"
-    __table_args__ = (Index("ix_offset_history_group_name_batch_time", "group_name", "batch_time"),)
+
+    group_name: Mapped[str] = mapped_column(Text, primary_key=True)
+    minute: Mapped[datetime] = mapped_column(Timestamp, primary_key=True)
+    topics: Mapped[list[str]] = mapped_column(ARRAY(Text))
+    partitions: Mapped[list[int]] = mapped_column(ARRAY(Integer))
+    # NULL entries are deletions (tombstones).
+    committed_offsets: Mapped[list[int | None]] = mapped_column(ARRAY(BigInteger))
+    commit_timestamps: Mapped[list[datetime | None]] = mapped_column(ARRAY(Timestamp))
+    source_offsets: Mapped[list[int]] = mapped_column(ARRAY(BigInteger))
+    # Commit records of the partition in the minute, superseded ones included; NULL for
+    # entries moved over from `offset_history_batches` (their counts were per batch).
+    commit_counts: Mapped[list[int | None]] = mapped_column(ARRAY(Integer))
+
+
+class OffsetHistoryBatch(Base):
+    """The offset history as stores before migration 0007 kept it: one row per group
+    and micro-batch that moved its offsets (the batch's latest commit per partition).
+
+    Nothing writes or reads it any more. Migration 0007 moved its rows into
+    `offset_history` (each minute's latest entry per partition) and kept them here,
+    because they hold what the new shape has no place for: several points per minute
+    at short triggers, batch ids and times, and commit counts per batch rather than per
+    partition. Empty in a store created at 0007 or later; `DROP TABLE
+    offset_history_batches` reclaims its space once those are not needed.
+    """
+
+    __tablename__ = "offset_history_batches"
+    __table_args__ = (
+        Index("ix_offset_history_batches_group_name_batch_time", "group_name", "batch_time"),
+    )
 
     group_name: Mapped[str] = mapped_column(Text, primary_key=True)
     source_offset: Mapped[int] = mapped_column(BigInteger, primary_key=True)
@@ -250,11 +284,9 @@ class OffsetHistory(Base):
     batch_time: Mapped[datetime] = mapped_column(Timestamp)
     topics: Mapped[list[str]] = mapped_column(ARRAY(Text))
     partitions: Mapped[list[int]] = mapped_column(ARRAY(Integer))
-    # NULL entries are deletions (tombstones).
     committed_offsets: Mapped[list[int | None]] = mapped_column(ARRAY(BigInteger))
     commit_timestamps: Mapped[list[datetime | None]] = mapped_column(ARRAY(Timestamp))
     source_offsets: Mapped[list[int]] = mapped_column(ARRAY(BigInteger))
-    # Commit records the batch had for these partitions, superseded ones included.
     commit_count: Mapped[int | None] = mapped_column(Integer)
 
 

@@ -9,7 +9,7 @@ how it is kept, all in one transaction:
 3. the members (with their assignments) of exactly those new generations are COPYed
    straight into their table: nothing can conflict there, so no per-row conflict
    check is paid;
-4. rebalances, committed offsets (with their per-batch history), decode failures and
+4. rebalances, committed offsets, their per-minute history, decode failures and
    record repairs are merged from staging with `INSERT … ON CONFLICT`.
 Before staging, every string is made storable (`services.store.sanitize`: no U+0000,
 keys short enough for an index) and each change becomes a `record_repairs` row.
@@ -29,7 +29,13 @@ from sqlalchemy import Engine, text
 from sqlalchemy.exc import DBAPIError
 
 from services.store import sanitize, staging
-from services.store.batch import BatchWrite, Generation, PipelineReport, Repair
+from services.store.batch import (
+    HISTORY_INTERVAL_MS,
+    BatchWrite,
+    Generation,
+    PipelineReport,
+    Repair,
+)
 from services.store.database import psycopg_connection
 from services.store.errors import (
     BatchRejectedError,
@@ -101,22 +107,17 @@ LEFT JOIN generations f
 ON CONFLICT (to_generation_pk) DO NOTHING
 """
 
-# The batch's latest record per partition replaces the stored one only if it is later;
-# the partitions it did move become one offset_history row per group. A replayed batch
-# moves nothing, so it adds no history either. Existing partitions are updated and new
-# ones inserted by separate sub-statements, which costs the server less CPU than
-# INSERT … ON CONFLICT DO UPDATE (docs/performance.md, "Design measurements": update,
-# then insert); that also locks each row it updates. Both
+# The batch's latest record per partition replaces the stored one only if it is later.
+# Existing partitions are updated and new ones inserted by separate sub-statements, which
+# costs the server less CPU than INSERT … ON CONFLICT DO UPDATE (docs/performance.md,
+# "Design measurements": update, then insert); that also locks each row it updates. Both
 # see the snapshot from before the statement, so no partition is both updated and
 # inserted. One writer per source partition is assumed (the streaming job); a second
 # writer inserting the same new partition at the same moment gets a unique-key error
-# (BatchRejectedError) rather than a silently dropped commit. Each history row counts the
-# commit records behind it, superseded ones included, and adds them to the group's
-# commits_total: only rows that are new add, so a replayed batch counts nothing twice.
+# (BatchRejectedError) rather than a silently dropped commit.
 UPSERT_OFFSETS = """
 WITH latest AS (
-    SELECT DISTINCT ON (group_name, topic, partition) *,
-        sum(commits) OVER (PARTITION BY group_name, topic, partition) AS commit_count
+    SELECT DISTINCT ON (group_name, topic, partition) *
     FROM stage_offsets
     ORDER BY group_name, topic, partition, source_offset DESC
 ), updated AS (
@@ -133,46 +134,103 @@ WITH latest AS (
     FROM latest l
     WHERE c.group_name = l.group_name AND c.topic = l.topic AND c.partition = l.partition
       AND c.source_offset < l.source_offset
-    RETURNING c.group_name, c.topic, c.partition, c.committed_offset, c.commit_timestamp,
-        c.source_offset, l.commit_count
-), inserted AS (
-    INSERT INTO committed_offsets (group_name, topic, partition, committed_offset,
-        leader_epoch, metadata, commit_timestamp, expire_timestamp, deleted,
-        source_partition, source_offset, batch_id)
-    SELECT group_name, topic, partition, committed_offset,
-        leader_epoch, metadata, commit_timestamp, expire_timestamp, committed_offset IS NULL,
-        source_partition, source_offset, %(batch_id)s
-    FROM latest l
-    WHERE NOT EXISTS (
-        SELECT 1 FROM committed_offsets c
-        WHERE c.group_name = l.group_name AND c.topic = l.topic AND c.partition = l.partition)
-    RETURNING group_name, topic, partition, committed_offset, commit_timestamp, source_offset
-), moved AS (
-    SELECT * FROM updated
-    UNION ALL
-    SELECT i.*, l.commit_count FROM inserted i JOIN latest l USING (group_name, topic, partition)
+)
+INSERT INTO committed_offsets (group_name, topic, partition, committed_offset,
+    leader_epoch, metadata, commit_timestamp, expire_timestamp, deleted,
+    source_partition, source_offset, batch_id)
+SELECT group_name, topic, partition, committed_offset,
+    leader_epoch, metadata, commit_timestamp, expire_timestamp, committed_offset IS NULL,
+    source_partition, source_offset, %(batch_id)s
+FROM latest l
+WHERE NOT EXISTS (
+    SELECT 1 FROM committed_offsets c
+    WHERE c.group_name = l.group_name AND c.topic = l.topic AND c.partition = l.partition)
+"""
+
+# The offset history: per group and minute of history time (the commit timestamp, else
+# the record's timestamp, else the batch's time) one row, with parallel arrays of each
+# partition's latest record in that minute. The batch's latest record of each partition
+# and minute is merged into the stored row: it replaces the partition's entry only if
+# its position is later, so the history depends on the records alone, not on how they
+# were cut into batches (a backlog read in one batch leaves what a live job leaves).
+# Only rows the batch changed are rewritten, so a replayed batch writes nothing. An
+# entry counts the commit records of its minute; the records behind an entry the batch
+# wins are added to the group's commits_total, so a replay counts nothing twice. The
+# group's last commit time is the latest of all the commit records' times (a minute's
+# tombstone does not hide the commits before it), however they were batched.
+UPSERT_OFFSET_HISTORY = f"""
+WITH entries AS (
+    SELECT DISTINCT ON (group_name, minute, topic, partition)
+        group_name, minute, topic, partition, committed_offset, commit_timestamp,
+        source_offset, sum(commits) OVER (PARTITION BY group_name, minute, topic, partition)
+            AS commits
+    FROM (
+        SELECT *, date_bin(INTERVAL '{HISTORY_INTERVAL_MS} milliseconds',
+            coalesce(commit_timestamp, record_time, %(batch_time)s), TIMESTAMPTZ 'epoch')
+            AS minute
+        FROM stage_offsets
+    ) s
+    ORDER BY group_name, minute, topic, partition, source_offset DESC
+), stored AS (
+    SELECT h.group_name, h.minute, e.*
+    FROM offset_history h
+    JOIN (SELECT DISTINCT group_name, minute FROM entries) touched USING (group_name, minute)
+    CROSS JOIN LATERAL unnest(h.topics, h.partitions, h.committed_offsets,
+        h.commit_timestamps, h.source_offsets, h.commit_counts)
+        AS e(topic, partition, committed_offset, commit_timestamp, source_offset, commits)
+), joined AS (
+    SELECT group_name, minute, topic, partition, n.commits AS new_commits,
+        s.source_offset IS NULL AS first,
+        n.source_offset IS NOT NULL
+            AND (s.source_offset IS NULL OR n.source_offset > s.source_offset) AS won,
+        n.committed_offset AS new_offset, s.committed_offset AS old_offset,
+        n.commit_timestamp AS new_time, s.commit_timestamp AS old_time,
+        n.source_offset AS new_position, s.source_offset AS old_position,
+        s.commits AS old_commits
+    FROM entries n FULL JOIN stored s USING (group_name, minute, topic, partition)
+), merged AS (
+    SELECT group_name, minute, topic, partition, won,
+        CASE WHEN won THEN new_commits ELSE 0 END AS added,
+        CASE WHEN won THEN new_offset ELSE old_offset END AS committed_offset,
+        CASE WHEN won THEN new_time ELSE old_time END AS commit_timestamp,
+        CASE WHEN won THEN new_position ELSE old_position END AS source_offset,
+        -- NULL stays NULL: entries moved over from before migration 0007 have no count.
+        CASE WHEN NOT won THEN old_commits WHEN first THEN new_commits
+             ELSE old_commits + new_commits END AS commits
+    FROM joined
 ), history AS (
-    INSERT INTO offset_history (group_name, source_offset, batch_id, batch_time, topics,
-        partitions, committed_offsets, commit_timestamps, source_offsets, commit_count)
-    SELECT group_name, max(source_offset), %(batch_id)s, %(batch_time)s,
-        array_agg(topic ORDER BY source_offset), array_agg(partition ORDER BY source_offset),
-        array_agg(committed_offset ORDER BY source_offset),
-        array_agg(commit_timestamp ORDER BY source_offset),
-        array_agg(source_offset ORDER BY source_offset),
-        sum(commit_count)
-    FROM moved
-    GROUP BY group_name
-    ON CONFLICT (group_name, source_offset) DO NOTHING
-    RETURNING group_name, commit_count, commit_timestamps
+    INSERT INTO offset_history AS h (group_name, minute, topics, partitions,
+        committed_offsets, commit_timestamps, source_offsets, commit_counts)
+    SELECT group_name, minute,
+        array_agg(topic ORDER BY source_offset, topic, partition),
+        array_agg(partition ORDER BY source_offset, topic, partition),
+        array_agg(committed_offset ORDER BY source_offset, topic, partition),
+        array_agg(commit_timestamp ORDER BY source_offset, topic, partition),
+        array_agg(source_offset ORDER BY source_offset, topic, partition),
+        array_agg(commits ORDER BY source_offset, topic, partition)
+    FROM merged
+    GROUP BY group_name, minute
+    HAVING bool_or(won)
+    ON CONFLICT (group_name, minute) DO UPDATE SET
+        topics = excluded.topics,
+        partitions = excluded.partitions,
+        committed_offsets = excluded.committed_offsets,
+        commit_timestamps = excluded.commit_timestamps,
+        source_offsets = excluded.source_offsets,
+        commit_counts = excluded.commit_counts
 )
 UPDATE groups AS g SET
-    commits_total = g.commits_total + h.commit_count,
-    last_commit_timestamp = greatest(g.last_commit_timestamp, h.last_commit)
+    commits_total = g.commits_total + coalesce(w.added, 0),
+    last_commit_timestamp = greatest(g.last_commit_timestamp, s.last_commit)
 FROM (
-    SELECT group_name, commit_count, (SELECT max(t) FROM unnest(commit_timestamps) t) AS last_commit
-    FROM history
-) h
-WHERE g.name = h.group_name
+    SELECT group_name, max(coalesce(latest_commit_time, commit_timestamp)) AS last_commit
+    FROM stage_offsets GROUP BY group_name
+) s
+LEFT JOIN (
+    SELECT group_name, sum(added) AS added FROM merged WHERE won GROUP BY group_name
+) w USING (group_name)
+WHERE g.name = s.group_name
+  AND (w.added > 0 OR s.last_commit > coalesce(g.last_commit_timestamp, '-infinity'))
 """
 
 INSERT_DECODE_FAILURES = """
@@ -261,6 +319,7 @@ ON CONFLICT (source_partition, source_offset, field) DO NOTHING
 MERGES = (
     INSERT_REBALANCES,
     UPSERT_OFFSETS,
+    UPSERT_OFFSET_HISTORY,
     INSERT_DECODE_FAILURES,
 )
 
@@ -502,6 +561,8 @@ def _offset_rows(batch: BatchWrite, repairs: list[Repair]) -> Iterator[tuple[obj
             o.source_partition,
             o.source_offset,
             o.commits,
+            o.record_time,
+            o.latest_commit_time,
         )
 
 

@@ -93,6 +93,8 @@ OFFSETS = CopyTable(
         ("source_partition", "int4"),
         ("source_offset", "int8"),
         ("commits", "int4"),
+        ("record_time", "timestamptz"),
+        ("latest_commit_time", "timestamptz"),
     ),
 )
 

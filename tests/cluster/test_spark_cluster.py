@@ -187,7 +187,6 @@ NOT_COMPARED = {
     "generations": {"id"},
     "generation_members": {"generation_pk"},
     "rebalances": {"to_generation_pk", "from_generation_pk"},
-    "offset_history": {"batch_time"},
     "pipeline_progress": {"updated_at"},
     "pipeline_status": {
         *("last_batch_time", "updated_at", "last_batch_seconds"),

@@ -4,13 +4,26 @@ from __future__ import annotations
 
 import base64
 import random
+from datetime import UTC, datetime
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pyspark.sql import functions as F
 
 from services.codec import DecodeError, decode_record, encode_key, encode_value
-from spark_jobs.offset_columns import commit_row_ok, decode_offset_commits
+from services.store.batch import HISTORY_INTERVAL_MS
+from services.tracker.model import MAX_MILLIS
+from spark_jobs.offset_columns import (
+    commit_row_ok,
+    decode_offset_commits,
+    history_commit_ms,
+    history_minute,
+)
+
+# The records' own timestamp in the log: what a record without a usable commit time is
+# binned by in the offset history.
+RECORD_MS = 1_767_225_659_999
 
 commits = st.tuples(
     st.text(max_size=20),
@@ -20,7 +33,8 @@ commits = st.tuples(
     st.integers(-(2**63), 2**63 - 1),
     st.integers(-(2**31), 2**31 - 1),
     st.text(max_size=10),
-    st.integers(-(2**63), 2**63 - 1),
+    # commit timestamps a date can hold (the offset history bins by them), and any other
+    st.one_of(st.integers(0, MAX_MILLIS), st.integers(-(2**63), 2**63 - 1)),
     st.booleans(),
     st.booleans(),  # v4 with its tagged topic id
 )
@@ -66,14 +80,20 @@ def test_sql_decode_matches_the_codec(spark, cases: list[tuple], seed: int) -> N
             else:
                 key = mutate(key, rnd)
         rows.append((i, key, value))
-    df = spark.createDataFrame(rows, "id int, key binary, value binary")
+    record_time = datetime.fromtimestamp(RECORD_MS / 1000, UTC)
+    df = spark.createDataFrame(
+        [(*r, record_time) for r in rows], "id int, key binary, value binary, timestamp timestamp"
+    )
     decoded = {
         r["id"]: r
         for r in df.select(
-            "id", commit_row_ok().alias("row_ok"), *decode_offset_commits()
-        ).collect()
+            "id", "value", "timestamp", commit_row_ok().alias("row_ok"), *decode_offset_commits()
+        )
+        .withColumn("commit_time_ms", history_commit_ms(F.col("row_ok")))
+        .withColumn("minute", history_minute(F.col("commit_time_ms"), HISTORY_INTERVAL_MS))
+        .collect()
     }
-    fast = 0
+    fast = binned_by_commit = 0
     for i, key, value in rows:
         row = decoded[i]
         try:
@@ -94,6 +114,8 @@ def test_sql_decode_matches_the_codec(spark, cases: list[tuple], seed: int) -> N
         if row["row_ok"] and not exact:
             with pytest.raises(DecodeError, match="Key"):
                 decode_record(key, value)
+        if not row["row_ok"]:  # the codec's: binned by the record's own time
+            assert row["minute"] == RECORD_MS // HISTORY_INTERVAL_MS
         if not exact:
             continue
         fast += 1
@@ -104,6 +126,16 @@ def test_sql_decode_matches_the_codec(spark, cases: list[tuple], seed: int) -> N
             k["topic"],
             k["partition"],
         )
+        # ... binned in the offset history by its commit time where a date can hold it,
+        # else (a tombstone, -1, a time out of range) by the record's own
+        ts = None if value is None else record["value"]["commit_timestamp"]
+        if ts is not None and 0 <= ts <= MAX_MILLIS:
+            binned_by_commit += 1
+            assert row["commit_time_ms"] == ts
+            assert row["minute"] == ts // HISTORY_INTERVAL_MS, (value.hex(), ts)
+        else:
+            assert row["commit_time_ms"] is None
+            assert row["minute"] == RECORD_MS // HISTORY_INTERVAL_MS
         if value is None:
             assert row["committed_offset"] is None
             continue
@@ -115,6 +147,7 @@ def test_sql_decode_matches_the_codec(spark, cases: list[tuple], seed: int) -> N
         assert row["expire_ms"] == v["expire_timestamp"]
         assert row["value_version"] == record["value_version"]
     assert fast >= 60  # the undamaged v0-v4 records at least
+    assert binned_by_commit >= 15
 
 
 def v4_as_kafka(record: dict) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from datetime import datetime
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -240,9 +241,11 @@ def test_any_delivery_order_with_replays_ends_at_the_latest_source_position(
 ) -> None:
     with store_engine.begin() as conn:
         conn.execute(text("TRUNCATE committed_offsets, offset_history, groups CASCADE"))
-    # Each commit's offset is derived from its position, so "latest" is checkable.
+    # Each commit's offset and time are derived from its position, so "latest" (of all,
+    # and of each minute) is checkable.
     commits = [
-        commit(source_offset * 7, source_offset, partition=p) for p, source_offset in records
+        commit(source_offset * 7, source_offset, partition=p, time=at(source_offset / 10))
+        for p, source_offset in records
     ]
     deliveries = data.draw(st.lists(st.sampled_from(commits), min_size=0, max_size=40))
     ordered = data.draw(st.permutations(commits + deliveries))
@@ -252,10 +255,77 @@ def test_any_delivery_order_with_replays_ends_at_the_latest_source_position(
         store.write_batch(batch(i, offsets=ordered[i : i + chunk]))
 
     latest: dict[int, int] = {}
+    minutes: dict[tuple[int, datetime], int] = {}
     for p, source_offset in records:
         latest[p] = max(latest.get(p, -1), source_offset)
+        minute = at(source_offset / 10).replace(second=0, microsecond=0)
+        minutes[(p, minute)] = max(minutes.get((p, minute), -1), source_offset)
     expected = {("orders", p): (source_offset * 7, False) for p, source_offset in latest.items()}
     assert offsets(store_engine) == expected
+    # The history keeps each minute's latest commit, however the commits were batched.
+    with store_engine.connect() as conn:
+        entries = conn.execute(
+            text("SELECT partition, minute, committed_offset FROM offset_history_entries")
+        ).all()
+    assert sorted(map(tuple, entries)) == sorted(
+        (p, minute, source_offset * 7) for (p, minute), source_offset in minutes.items()
+    )
+
+
+def history(engine: Engine) -> tuple[list[tuple], list[tuple]]:
+    """The offset history's rows, and each group's commit count and last commit time."""
+    with engine.connect() as conn:
+        rows = conn.execute(text("SELECT * FROM offset_history ORDER BY 1, 2")).all()
+        groups = conn.execute(
+            text("SELECT name, commits_total, last_commit_timestamp FROM groups ORDER BY 1")
+        ).all()
+    return list(map(tuple, rows)), list(map(tuple, groups))
+
+
+def test_the_offset_history_is_the_same_in_one_batch_or_in_many(store_engine: Engine) -> None:
+    """The same commits of two partitions over three minutes, as a backlog in one batch
+    and live one at a time (each batch written twice: a replay): the same history, with
+    each minute's latest commit, its count, tombstones at their record's time, and every
+    commit counted once."""
+    tombstone = replace(commit(None, 108), commit_time=None, record_time=at(125), commits=0)
+    timeless = replace(commit(60, 109, partition=1), commit_time=None, record_time=at(130))
+    commits = [
+        commit(10, 100, time=at(5)),
+        commit(20, 101, time=at(50)),  # minute 0's latest of partition 0
+        commit(5, 102, partition=1, time=at(59)),
+        replace(commit(30, 103, time=at(61)), commits=3),  # stands for 3 commit records
+        commit(40, 104, time=at(119)),
+        commit(50, 105, partition=1, time=at(70)),
+        commit(45, 106, time=at(120)),
+        commit(47, 107, time=at(121)),
+        tombstone,  # minute 2 of partition 0: deleted after 47
+        timeless,  # minute 2 by its record's time
+    ]
+    store = HistoryStore(store_engine)
+    store.write_batch(batch(1, offsets=commits))
+    backlog = history(store_engine)
+    with store_engine.begin() as conn:
+        conn.execute(text("TRUNCATE committed_offsets, offset_history, groups CASCADE"))
+    for batch_id, c in enumerate(commits, start=1):
+        store.write_batch(batch(batch_id, offsets=[c]))
+        store.write_batch(batch(batch_id, offsets=[c]))
+    assert history(store_engine) == backlog
+    with store_engine.connect() as conn:
+        entries = conn.execute(
+            text(
+                "SELECT minute, partition, committed_offset, commits "
+                "FROM offset_history_entries ORDER BY minute, source_offset"
+            )
+        ).all()
+    assert [tuple(e) for e in entries] == [
+        (at(0), 0, 20, 2),
+        (at(0), 1, 5, 1),
+        (at(60), 0, 40, 4),
+        (at(60), 1, 50, 1),
+        (at(120), 0, None, 2),
+        (at(120), 1, 60, 1),
+    ]
+    assert backlog[1] == [("billing", 11, at(121))]  # a tombstone is no commit
 
 
 def test_member_text_survives_copy_byte_for_byte(store_engine: Engine) -> None:

@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import inspect, text
 
+from services.cli import main
+from services.store.batch import OffsetCommit
 from services.store.database import create_store_engine
 from services.store.migrate import current_revision, downgrade, head_revision, upgrade
 from services.store.models import Base
+from services.store.repository import HistoryStore
+from tests.fixtures.batches import at, batch
 
 TABLES = set(Base.metadata.tables)
 
@@ -233,5 +238,106 @@ def test_0005_marks_formation_leaves_and_idle_epochs_of_older_rebalances_not_dis
         assert timeline == [None, False, False, True, False]
         downgrade(empty_database_url, "0004")
         upgrade(empty_database_url)
+    finally:
+        engine.dispose()
+
+
+# Offset history as stores before 0007 kept it: (batch id, seconds after T0 of the batch,
+# [(partition, offset or None, commit time in seconds or None, source offset)]), group g.
+BATCH_HISTORY = [
+    (1, 10, [(0, 100, 5, 10), (1, 50, 6, 11)]),
+    (2, 20, [(0, 120, 15, 12)]),  # minute 0's latest of partition 0
+    (3, 70, [(0, 200, 65, 13), (1, None, None, 14)]),  # a tombstone: its batch's minute
+    (4, 200, [(0, 260, 190, 15)]),
+]
+T0_SQL = "CAST('2026-03-01T12:00:00Z' AS timestamptz)"
+
+
+def seed_batch_history(conn) -> None:
+    conn.execute(text(f"INSERT INTO groups VALUES ('g', 'classic', 7, {T0_SQL}, {T0_SQL})"))
+    for number, seconds in ((1, 0), (2, 180)):
+        conn.execute(
+            text(
+                "INSERT INTO generations (group_name, generation, time, member_count,"
+                " source_partition, source_offset, source_timestamp, batch_id) VALUES"
+                f" ('g', :n, {T0_SQL} + make_interval(secs => :s), 0, 7, :n, {T0_SQL}, 1)"
+            ),
+            {"n": number, "s": seconds},
+        )
+    for batch_id, seconds, entries in BATCH_HISTORY:
+        conn.execute(
+            text(
+                "INSERT INTO offset_history (group_name, source_offset, batch_id, batch_time,"
+                " topics, partitions, committed_offsets, commit_timestamps, source_offsets,"
+                f" commit_count) SELECT 'g', max(o), :b, {T0_SQL} + make_interval(secs => :s),"
+                " array_agg(text 't' ORDER BY o), array_agg(p ORDER BY o), array_agg(c ORDER BY o),"
+                f" array_agg({T0_SQL} + make_interval(secs => ts) ORDER BY o),"
+                " array_agg(o ORDER BY o), count(*) FROM (SELECT"
+                " unnest(CAST(:p AS int[])) p, unnest(CAST(:c AS bigint[])) c,"
+                " unnest(CAST(:t AS float8[])) ts, unnest(CAST(:o AS bigint[])) o) e"
+            ),
+            {
+                "b": batch_id,
+                "s": seconds,
+                "p": [e[0] for e in entries],
+                "c": [e[1] for e in entries],
+                "t": [e[2] for e in entries],
+                "o": [e[3] for e in entries],
+            },
+        )
+
+
+def query(engine, sql: str) -> list[tuple]:
+    with engine.connect() as conn:
+        return [tuple(r) for r in conn.execute(text(sql))]
+
+
+def test_db_upgrade_moves_the_offset_history_to_minutes_and_keeps_the_batches(
+    empty_database_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`groupscope db upgrade` on a store with per-batch offset history (0006): each
+    partition's latest entry of each minute moves over, the old rows stay as they were
+    in offset_history_batches, the views read the new shape, the job's writes merge into
+    it; a downgrade brings back the old table with what was written since."""
+    engine = create_store_engine(empty_database_url)
+    try:
+        upgrade(empty_database_url, "0006")
+        with engine.begin() as conn:
+            seed_batch_history(conn)
+        before = query(engine, "SELECT * FROM offset_history ORDER BY source_offset")
+
+        assert main(["db", "upgrade", "--database-url", empty_database_url]) == 0
+        assert "to 0007 (head)" in capsys.readouterr().out
+        assert query(engine, "SELECT * FROM offset_history_batches ORDER BY 2") == before
+        entries = query(
+            engine,
+            "SELECT extract(epoch FROM minute - " + T0_SQL + "), partition, committed_offset,"
+            " source_offset, commits FROM offset_history_entries ORDER BY source_offset",
+        )
+        assert entries == [
+            (0, 1, 50, 11, None),
+            (0, 0, 120, 12, None),
+            (60, 0, 200, 13, None),
+            (60, 1, None, 14, None),
+            (180, 0, 260, 15, None),
+        ]
+        # generation 1 moved partition 0 from 120 to 200 (the minute's latest points),
+        # generation 2 from 200 to 260
+        progress = "SELECT committed_progress FROM group_timeline ORDER BY generation"
+        assert query(engine, progress) == [(80,), (60,)]
+
+        # The job's next commit of partition 0 in minute 3 replaces the moved entry.
+        commit = OffsetCommit("g", "t", 0, 300, 7, 16, commit_time=at(195), commits=2)
+        HistoryStore(engine).write_batch(batch(9, offsets=[commit]))
+        assert query(engine, "SELECT commits_total FROM groups") == [(2,)]
+        assert query(engine, progress) == [(80,), (100,)]
+
+        downgrade(empty_database_url, "0006")
+        after = query(engine, "SELECT * FROM offset_history ORDER BY source_offset")
+        assert after[:-1] == before
+        assert after[-1][:3] == ("g", 16, -1)  # what was written since, a row per minute
+        assert after[-1][4:] == (["t"], [0], [300], [at(195)], [16], None)
+        # the old views count every batch's point again
+        assert query(engine, progress) == [(100,), (100,)]
     finally:
         engine.dispose()
