@@ -41,7 +41,7 @@ from services.store.retry import RetryPolicy
 from services.store.snapshots import LatestGeneration
 from services.tracker import GenerationTracker, Position, Snapshot
 from services.tracker.model import MAX_MILLIS, identity, time_repair, to_datetime
-from spark_jobs import poison, tracker_files
+from spark_jobs import evidence, poison, tracker_files
 from spark_jobs.checkpoint import with_source_positions
 from spark_jobs.offset_columns import commit_row_ok, decode_offset_commits
 from spark_jobs.topic_names import TopicNames
@@ -368,7 +368,7 @@ class BatchProcessor:
                 .to_pylist()
             )
         remainder.sort(key=lambda r: (r["source_partition"], r["source_offset"]))
-        failures = self._remainder(remainder, offsets, stats, repairs)
+        failures = self._remainder(remainder, offsets, stats, repairs, df)
         if repairs:  # only those of the commits kept, not of ones superseded in the batch
             kept = {(o.source_partition, o.source_offset) for o in offsets.values()}
             repairs = [r for r in repairs if (r.source_partition, r.source_offset) in kept]
@@ -386,6 +386,7 @@ class BatchProcessor:
             progress=[SourceProgress(p, last) for p, last in sorted(stats.end_offsets.items())],
             repairs=repairs + self.tracker.drain_repairs(),
             replacements=self.tracker.drain_replacements(),
+            costs=self.tracker.drain_costs(),
         )
         return batch, stats
 
@@ -414,9 +415,10 @@ class BatchProcessor:
         offsets: dict[tuple[str, str, int], OffsetCommit],
         stats: BatchStats,
         repairs: list[Repair],
+        df: DataFrame,
     ) -> list[DecodeFailure]:
         """Decode the records SQL did not, in log order; returns the failures."""
-        failures, group_records = [], []
+        failures, group_records, codec_commits = [], [], []
         for row in rows:
             position = Position(row["source_partition"], row["source_offset"], row["source_time"])
             try:
@@ -435,6 +437,7 @@ class BatchProcessor:
             if kind == "offset_commit":
                 stats.offset_commits += 1
                 commit = self._codec_commit(record, position, repairs)
+                codec_commits.append(commit)
                 key = (commit.group, commit.topic, commit.partition)
                 known = offsets.get(key)
                 if known is None:
@@ -451,12 +454,17 @@ class BatchProcessor:
                 self.tracker.topic_names.update(self.topic_names.resolve(unnamed))
         # The batch's latest commit of each partition goes to the tracker in log order
         # with the group records: the evidence that times a departed member's removal
-        # (services/tracker/causes.py; docs/architecture.md, "Rebalance causes"). Only
-        # commits of groups with generations count (GenerationTracker.commit), so the
-        # others (most partitions of a backlog batch) are not built or sorted at all.
+        # (services/tracker/causes.py; docs/architecture.md, "Rebalance causes") and ends
+        # a moved partition's commit gap (services/tracker/cost.py). Only commits of
+        # groups with generations count (GenerationTracker.commit), so the others (most
+        # partitions of a backlog batch) are not built or sorted at all. Where a batch
+        # holds more commits of a group's partition than its latest around the group's
+        # records, `spark_jobs.evidence` adds the first and last between each two, and
+        # the commits the codec decoded go in one by one.
         tracked = self.tracker.last.keys() | self.tracker.kip848.keys()
-        tracked |= {r["key"].get("group", r["key"].get("group_id")) for r, _ in group_records}
-        marks = [
+        tracked |= {evidence.record_group(r) for r, _ in group_records}
+        marks = evidence.marks(df, evidence.needed(group_records, offsets.values()))
+        marks += [
             (
                 {
                     "record_type": "offset_commit",
@@ -465,7 +473,7 @@ class BatchProcessor:
                 },
                 Position(c.source_partition, c.source_offset, c.commit_time),
             )
-            for c in offsets.values()
+            for c in [*offsets.values(), *codec_commits]
             if c.group in tracked and c.offset is not None and c.commit_time is not None
         ]
         ordered = sorted([*group_records, *marks], key=lambda r: (r[1].partition, r[1].offset))
