@@ -463,7 +463,8 @@ class BatchProcessor:
         # the commits the codec decoded go in one by one.
         tracked = self.tracker.last.keys() | self.tracker.kip848.keys()
         tracked |= {evidence.record_group(r) for r, _ in group_records}
-        marks = evidence.marks(df, evidence.needed(group_records, offsets.values()))
+        needed = evidence.needed(group_records, offsets.values(), self.tracker.cost.waiting())
+        marks = evidence.marks(df, needed)
         marks += [
             (
                 {

@@ -10,10 +10,12 @@ member's commits time its removal: `services/tracker/causes.py`) and first commi
 it (the end of a moved partition's commit gap: `services/tracker/cost.py`).
 
 So for the groups that have group records in the batch and a partition with more than
-one commit after the first of them, a second Spark job cuts each partition's commits
-into *segments* between consecutive group records of its group and keeps the first and
-the last commit of each segment: at most two commits per partition and group record,
-however many the batch holds. Other groups cost nothing.
+one commit after the first of them, and for the groups with a moved partition still
+waiting for its first commit and more than one commit of it in the batch, a second
+Spark job cuts each partition's commits into *segments* between consecutive group
+records of its group and keeps the first and the last commit of each segment: at most
+two commits per partition and group record (one segment for a group without records in
+the batch), however many the batch holds. Other groups cost nothing.
 
 The segment of a commit at offset o is the number of its group's records before o,
 found without sorting the commits: each group's record offsets b1 < ... < bm are cut
@@ -24,8 +26,10 @@ commit's segment is then its bucket's count plus the few offsets of its bucket b
 
 from __future__ import annotations
 
+import logging
 import math
-from collections.abc import Iterable, Mapping, Sequence
+import time
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 from pyspark.sql import DataFrame
@@ -45,6 +49,7 @@ from services.tracker.model import to_datetime
 from spark_jobs.offset_columns import commit_row_ok, decode_offset_commits, int16
 
 Record = tuple[dict[str, Any], Position]
+log = logging.getLogger("groupscope.stream")
 
 _GROUPS = StructType(
     [
@@ -71,19 +76,30 @@ def record_group(record: Mapping[str, Any]) -> str:
     return str(key.get("group", key.get("group_id")))
 
 
-def needed(records: Iterable[Record], commits: Iterable[OffsetCommit]) -> dict[str, list[int]]:
-    """group -> the sorted offsets of its group records in the batch, for each group
-    whose latest commit of some partition follows its first group record and stands for
-    more than one commit: the latest alone is not the first after every record."""
+def needed(
+    records: Iterable[Record],
+    commits: Iterable[OffsetCommit],
+    waiting: Mapping[str, Collection[tuple[str, int]]],
+) -> dict[str, list[int]]:
+    """group -> the sorted offsets of its group records in the batch (maybe none), for
+    each group with a partition whose latest commit of the batch stands for more than
+    one commit and is not enough: it follows the group's first record of the batch (so
+    it is not the last commit before each record, nor the first after), or the partition
+    moved in a rebalance that waits for its first commit (`waiting`, the tracker's
+    `CostWatch.waiting`: the batch's first commit ends the gap, not its latest)."""
     bounds: dict[str, list[int]] = {}
     for record, position in records:
         bounds.setdefault(record_group(record), []).append(position.offset)
     wanted = {
         c.group
         for c in commits
-        if c.commits > 1 and c.group in bounds and c.source_offset > min(bounds[c.group])
+        if c.commits > 1
+        and (
+            (c.group in bounds and c.source_offset > min(bounds[c.group]))
+            or (c.topic, c.partition) in waiting.get(c.group, ())
+        )
     }
-    return {g: sorted(bounds[g]) for g in wanted}
+    return {g: sorted(bounds.get(g, [])) for g in wanted}
 
 
 def bucket_rows(
@@ -94,6 +110,9 @@ def bucket_rows(
     groups, buckets = [], []
     for group, offsets in bounds.items():
         name = bytearray(group.encode())
+        if not offsets:  # one segment: the whole batch
+            groups.append((name, 0, 1, 0, 0))
+            continue
         first, span = offsets[0], offsets[-1] - offsets[0] + 1
         width = max(1, math.ceil(span / len(offsets)))
         count = math.ceil(span / width)
@@ -150,6 +169,7 @@ def marks(df: DataFrame, bounds: Mapping[str, Sequence[int]]) -> list[Record]:
     """`segment_ends` as offset-commit records for the tracker, with their positions."""
     if not bounds:
         return []
+    started = time.perf_counter()
     rows = (
         segment_ends(df, bounds)
         .select("group", "topic", "partition_id", "source_partition", "source_offset", "commit_ms")
@@ -158,13 +178,19 @@ def marks(df: DataFrame, bounds: Mapping[str, Sequence[int]]) -> list[Record]:
     )
     out = []
     for r in rows:
-        time = to_datetime(r["commit_ms"])
-        if time is None:
+        at = to_datetime(r["commit_ms"])
+        if at is None:
             continue
         record = {
             "record_type": "offset_commit",
             "key": {"group": r["group"], "topic": r["topic"], "partition": r["partition_id"]},
             "value": {},
         }
-        out.append((record, Position(r["source_partition"], r["source_offset"], time)))
+        out.append((record, Position(r["source_partition"], r["source_offset"], at)))
+    log.info(
+        "commits around the group records of %d groups: %d, in %.2fs",
+        len(bounds),
+        len(out),
+        time.perf_counter() - started,
+    )
     return out

@@ -163,6 +163,11 @@ class CostWatch:
         if done:
             self._prune(group)
 
+    def waiting(self) -> dict[str, set[TP]]:
+        """group -> its moved partitions that wait for their first commit after the
+        handover (the batch's first commit of each is the one that counts)."""
+        return {g: {tp for p in ps for tp in p.open} for g, ps in self.pending.items()}
+
     def forget(self, group: str) -> None:
         """The group was deleted: its rebalances wait no more."""
         self.pending.pop(group, None)
