@@ -185,8 +185,7 @@ VARIABLES: tuple[Variable, ...] = (
     Variable(
         "GROUPSCOPE_BENCH_BACKFILL_MINUTES",
         "10",
-        "`python -m benchmarks stream`: simulated minutes the backfill case reads as one "
-        "batch.",
+        "`python -m benchmarks stream`: simulated minutes the backfill case reads as one batch.",
         development=True,
     ),
     Variable(

@@ -444,7 +444,7 @@ def _stage(cursor: psycopg.Cursor, batch: BatchWrite) -> BatchWrite:
         staging.REPLACEMENTS.copy(cursor, _replacement_rows(batch))
     if batch.costs:
         staging.COSTS.create_temp(cursor)
-        staging.COSTS.copy(cursor, _cost_rows(batch))
+        staging.COSTS.copy(cursor, (astuple(c)[1:] for c in batch.costs))  # all but group
     return replace(batch, repairs=repairs)
 
 
@@ -617,18 +617,6 @@ def _replacement_rows(batch: BatchWrite) -> Iterator[tuple[object, ...]]:
             r.time,
             r.old_member_id.replace("\0", "\ufffd"),
             r.new_member_id.replace("\0", "\ufffd"),
-        )
-
-
-def _cost_rows(batch: BatchWrite) -> Iterator[tuple[object, ...]]:
-    for c in batch.costs:
-        yield (
-            c.source_partition,
-            c.source_offset,
-            c.measured,
-            c.waiting,
-            c.gap_max,
-            c.gap_median,
         )
 
 
