@@ -90,12 +90,13 @@ def needed(
     bounds: dict[str, list[int]] = {}
     for record, position in records:
         bounds.setdefault(record_group(record), []).append(position.offset)
+    first = {g: min(offsets) for g, offsets in bounds.items()}
     wanted = {
         c.group
         for c in commits
         if c.commits > 1
         and (
-            (c.group in bounds and c.source_offset > min(bounds[c.group]))
+            c.source_offset > first.get(c.group, c.source_offset)
             or (c.topic, c.partition) in waiting.get(c.group, ())
         )
     }
