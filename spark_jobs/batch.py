@@ -461,10 +461,12 @@ class BatchProcessor:
         # holds more commits of a group's partition than its latest around the group's
         # records, `spark_jobs.evidence` adds the first and last between each two, and
         # the commits the codec decoded go in one by one.
-        tracked = self.tracker.last.keys() | self.tracker.kip848.keys()
-        tracked |= {evidence.record_group(r) for r, _ in group_records}
-        needed = evidence.needed(group_records, offsets.values(), self.tracker.cost.waiting())
-        marks = evidence.marks(df, needed)
+        generations = self.tracker.last.keys() | self.tracker.kip848.keys()
+        tracked = generations | {evidence.record_group(r) for r, _ in group_records}
+        waiting = self.tracker.cost.waiting()
+        marks = evidence.marks(
+            df, evidence.needed(group_records, offsets.values(), waiting, generations)
+        )
         marks += [
             (
                 {

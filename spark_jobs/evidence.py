@@ -9,8 +9,9 @@ needs, for each group record, each partition's last commit before it (a departed
 member's commits time its removal: `services/tracker/causes.py`) and first commit after
 it (the end of a moved partition's commit gap: `services/tracker/cost.py`).
 
-So for the groups that have group records in the batch and a partition with more than
-one commit after the first of them, and for the groups with a moved partition still
+So for the groups that can rebalance in the batch (known before it, or with two
+generations in it) and have a partition with more than one commit after their first
+group record of the batch, and for the groups with a moved partition still
 waiting for its first commit and more than one commit of it in the batch, a second
 Spark job cuts each partition's commits into *segments* between consecutive group
 records of its group and keeps the first and the last commit of each segment: at most
@@ -76,21 +77,37 @@ def record_group(record: Mapping[str, Any]) -> str:
     return str(key.get("group", key.get("group_id")))
 
 
+GENERATION_RECORDS = ("group_metadata", "consumer_group_target_assignment_metadata")
+
+
 def needed(
     records: Iterable[Record],
     commits: Iterable[OffsetCommit],
     waiting: Mapping[str, Collection[tuple[str, int]]],
+    known: Collection[str] = (),
 ) -> dict[str, list[int]]:
     """group -> the sorted offsets of its group records in the batch (maybe none), for
     each group with a partition whose latest commit of the batch stands for more than
-    one commit and is not enough: it follows the group's first record of the batch (so
-    it is not the last commit before each record, nor the first after), or the partition
-    moved in a rebalance that waits for its first commit (`waiting`, the tracker's
-    `CostWatch.waiting`: the batch's first commit ends the gap, not its latest)."""
+    one commit and is not enough:
+
+    - it follows the group's first record of the batch, so it is not the last commit
+      before each record, nor the first after; only for groups that can rebalance in
+      the batch: `known` ones (the tracker has a generation of theirs) and those with
+      two generations or more in it (a group's first generation is no rebalance, so
+      a backfill's many groups that merely form cost nothing);
+    - or the partition moved in a rebalance that waits for its first commit (`waiting`,
+      the tracker's `CostWatch.waiting`): the batch's first commit ends the gap, not its
+      latest."""
     bounds: dict[str, list[int]] = {}
+    generations: dict[str, int] = {}
     for record, position in records:
-        bounds.setdefault(record_group(record), []).append(position.offset)
-    first = {g: min(offsets) for g, offsets in bounds.items()}
+        group = record_group(record)
+        bounds.setdefault(group, []).append(position.offset)
+        if record["record_type"] in GENERATION_RECORDS and record["value"] is not None:
+            generations[group] = generations.get(group, 0) + 1
+    first = {
+        g: min(offsets) for g, offsets in bounds.items() if g in known or generations.get(g, 0) > 1
+    }
     wanted = {
         c.group
         for c in commits

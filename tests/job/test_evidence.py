@@ -54,12 +54,24 @@ def commit(group: str, partition: int, offset: int, commits: int) -> OffsetCommi
     return OffsetCommit(group, "t", partition, 7, 3, offset, T, commits=commits)
 
 
-def record(group: str, offset: int) -> tuple[dict, Position]:
-    return {"record_type": "group_metadata", "key": {"group": group}}, Position(3, offset, T)
+def record(group: str, offset: int, kind: str = "group_metadata") -> tuple[dict, Position]:
+    key = {"group": group} if kind == "group_metadata" else {"group_id": group}
+    return {"record_type": kind, "key": key, "value": {}}, Position(3, offset, T)
 
 
 def test_only_groups_whose_latest_commit_is_not_enough_need_the_second_job() -> None:
-    records = [record("a", 100), record("a", 300), record("b", 100), record("c", 500)]
+    records = [
+        *(record("a", 100), record("a", 300)),  # two generations: a rebalance
+        *(record("b", 100), record("b", 200)),
+        record("c", 500),
+        record("g", 100),  # one generation of a group seen before
+        record("h", 100),  # the first generation of a new group: no rebalance
+        record("k", 100, "consumer_group_member_metadata"),  # KIP-848: not generations
+        record("k", 110, "consumer_group_target_assignment_metadata"),
+        record("k", 120, "consumer_group_current_member_assignment"),
+        record("m", 100, "consumer_group_target_assignment_metadata"),
+        record("m", 110, "consumer_group_target_assignment_metadata"),
+    ]
     commits = [
         commit("a", 0, 400, commits=5),  # several commits, the latest after a record
         commit("b", 0, 400, commits=1),  # one commit: the latest is the only one
@@ -67,6 +79,15 @@ def test_only_groups_whose_latest_commit_is_not_enough_need_the_second_job() -> 
         commit("d", 0, 400, commits=9),  # no records, but a moved partition waits
         commit("e", 0, 400, commits=9),  # no records, nothing waits
         commit("f", 1, 400, commits=9),  # waits on another partition
+        commit("g", 0, 400, commits=9),
+        commit("h", 0, 400, commits=9),
+        commit("k", 0, 400, commits=9),
+        commit("m", 0, 400, commits=9),
     ]
     waiting = {"d": {("t", 0)}, "f": {("t", 0)}}
-    assert evidence.needed(records, commits, waiting) == {"a": [100, 300], "d": []}
+    assert evidence.needed(records, commits, waiting, known={"g"}) == {
+        "a": [100, 300],
+        "d": [],
+        "g": [100],
+        "m": [100, 110],
+    }
