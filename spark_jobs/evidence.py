@@ -27,8 +27,10 @@ commit's segment is then its bucket's count plus the few offsets of its bucket b
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
+import operator
 import time
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
@@ -154,12 +156,32 @@ def segment_ends(df: DataFrame, bounds: Mapping[str, Sequence[int]]) -> DataFram
     groups = F.broadcast(spark.createDataFrame(groups_rows, _GROUPS))
     buckets = F.broadcast(spark.createDataFrame(bucket_rows_, _BUCKETS))
     key = F.col("key")
-    commits = df.where(commit_row_ok() & F.col("value").isNotNull()).select(
-        F.col("partition").alias("source_partition"),
-        F.col("offset").alias("source_offset"),
-        "key",
-        "value",
-        F.substring(key, F.lit(5), int16(key, 3)).alias("gname"),
+    # The keys of the groups' commits start with type 0 or 1 and the group as a string
+    # (INT16 length, bytes): prefixes compared without parsing the length, one set per
+    # length, so that the batch's other records cost a few substrings each. The full row
+    # check follows for the few that pass (Spark evaluates the conjuncts in order).
+    by_length: dict[int, list[bytes]] = {}
+    for group in bounds:
+        name = group.encode()
+        by_length.setdefault(len(name), []).append(len(name).to_bytes(2, "big") + name)
+    ours = functools.reduce(
+        operator.or_,
+        (
+            F.substring(key, 3, 2 + length).isin(*(F.lit(bytearray(p)) for p in prefixes))
+            for length, prefixes in sorted(by_length.items())
+        ),
+    )
+    commit_key = F.substring(key, 1, 2).isin(F.lit(bytearray(b"\0\0")), F.lit(bytearray(b"\0\1")))
+    commits = (
+        df.where(commit_key & ours & F.col("value").isNotNull())
+        .where(commit_row_ok())
+        .select(
+            F.col("partition").alias("source_partition"),
+            F.col("offset").alias("source_offset"),
+            "key",
+            "value",
+            F.substring(key, F.lit(5), int16(key, 3)).alias("gname"),
+        )
     )
     offset = F.col("source_offset")
     bucketed = commits.join(groups, "gname").withColumn(
