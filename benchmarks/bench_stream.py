@@ -16,7 +16,8 @@ behind for the restart case, default 4,000,000), GROUPSCOPE_BENCH_CASES (default
 commits,rebalances,restart,broker; `sources` compares both Kafka sources on Apache Kafka
 itself, GROUPSCOPE_BENCH_SOURCES choosing them, default kafka,spark-kafka; `filter`
 runs the commits with `--groups-include`/`--groups-exclude` filters keeping all, half
-and 1/200 of the groups, to show where a filtered record's cost goes),
+and 1/200 of the groups, to show where a filtered record's cost goes; `backfill` reads
+GROUPSCOPE_BENCH_BACKFILL_MINUTES simulated minutes, default 10, as one batch),
 GROUPSCOPE_BENCH_COMMIT_SECONDS (unset: the commit times advance 1 ms per 1,000 records,
 so that 20M records span 20 s, a minute of history; N: each partition commits every N
 seconds, so that with 5 the 20M span 69 minutes and a backlog batch holds each
@@ -493,6 +494,41 @@ def rebalances_case(root: Path) -> None:
     )
 
 
+def backfill_case(root: Path, minutes: int) -> None:
+    """A backfill: `minutes` simulated minutes of 2,000 groups (many-groups, 10,000
+    commits/s, 5% with a crash) and 100 crash-loop groups (a crash every 30 s), read as
+    ONE batch. Such a batch holds many commits of each partition around the group
+    records, so the job runs its second Spark job for them (`spark_jobs/evidence.py`);
+    its line in the log gives its share."""
+    from services.simulator import Params, ReplayDirectory, build, simulate
+
+    capture = root / "backfill"
+    duration = minutes * 60_000
+    specs, _ = build(
+        ["many-groups"], Params({"commits_per_second": "10000", "churn": "0.05"}), 2_000
+    )
+    crashes = str(duration // 30_000)
+    specs += build(["crash-loop"], Params({"crashes": crashes}), 100)[0]
+    started = time.perf_counter()
+    summary = simulate(specs, ReplayDirectory(capture, rows_per_file=1_000_000), capture, duration)
+    print(
+        f"simulated {summary['records']:,} records ({minutes} min, {len(specs):,} groups) in "
+        f"{time.perf_counter() - started:.0f}s",
+        flush=True,
+    )
+    run = run_stream(replay(capture), root / "w6", ["--max-files-per-trigger", "1000"])
+    [seconds] = batch_seconds(run.log)
+    around = [line for line in run.log.splitlines() if "commits around the group records" in line]
+    print(
+        f"backfill of {summary['records']:,} records as one batch: {seconds:.1f}s "
+        f"({summary['records'] / seconds:,.0f} records/s; wall {run.wall:.1f}s incl. Spark "
+        f"start); peak memory {run.peak / 2**30:.2f} GiB; CPU {run.cpu:.1f}s",
+        flush=True,
+    )
+    print(f"  {around[0].split('groupscope.stream ', 1)[1] if around else 'no second job'}")
+    print(f"  timeline: {timeline(run)}", flush=True)
+
+
 def main() -> None:
     total = int(os.environ.get("GROUPSCOPE_BENCH_RECORDS", "20000000"))
     per_file = int(os.environ.get("GROUPSCOPE_BENCH_FILES", "1000000"))
@@ -513,6 +549,8 @@ def main() -> None:
             filter_case(root, total, per_file)
         if "restart" in cases:
             restart_case(root, min(total, 4 * per_file), backlog, per_file)
+        if "backfill" in cases:
+            backfill_case(root, int(os.environ.get("GROUPSCOPE_BENCH_BACKFILL_MINUTES", "10")))
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ import logging
 import re
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -44,7 +44,7 @@ from services.store.retry import RetryPolicy
 from services.store.snapshots import LatestGeneration
 from services.tracker import GenerationTracker, Position, Snapshot
 from services.tracker.model import MAX_MILLIS, identity, time_repair, to_datetime
-from spark_jobs import poison, tracker_files
+from spark_jobs import evidence, poison, tracker_files
 from spark_jobs.checkpoint import with_source_positions
 from spark_jobs.group_rows import drop_filtered
 from spark_jobs.offset_columns import (
@@ -186,16 +186,6 @@ def merge_commit(
             commits=known.commits + commit.commits,
             latest_commit_time=max(times, default=None),
         )
-
-
-def latest_per_partition(commits: Iterable[OffsetCommit]) -> list[OffsetCommit]:
-    """The latest of the commits of each (group, topic, partition)."""
-    latest: dict[tuple[str, str, int], OffsetCommit] = {}
-    for c in commits:
-        known = latest.get((c.group, c.topic, c.partition))
-        if known is None or known.source_offset < c.source_offset:
-            latest[(c.group, c.topic, c.partition)] = c
-    return list(latest.values())
 
 
 def malformed_keys(
@@ -479,7 +469,7 @@ class BatchProcessor:
                 .to_pylist()
             )
         remainder.sort(key=lambda r: (r["source_partition"], r["source_offset"]))
-        failures = self._remainder(remainder, offsets, stats, repairs)
+        failures = self._remainder(remainder, offsets, stats, repairs, df)
         if repairs:  # only those of the commits kept, not of ones superseded in the batch
             kept = {(o.source_partition, o.source_offset) for o in offsets.values()}
             repairs = [r for r in repairs if (r.source_partition, r.source_offset) in kept]
@@ -497,6 +487,7 @@ class BatchProcessor:
             progress=[SourceProgress(p, last) for p, last in sorted(stats.end_offsets.items())],
             repairs=repairs + self.tracker.drain_repairs(),
             replacements=self.tracker.drain_replacements(),
+            costs=self.tracker.drain_costs(),
         )
         return batch, stats
 
@@ -541,9 +532,10 @@ class BatchProcessor:
         offsets: Commits,
         stats: BatchStats,
         repairs: list[Repair],
+        df: DataFrame,
     ) -> list[DecodeFailure]:
         """Decode the records SQL did not, in log order; returns the failures."""
-        failures, group_records = [], []
+        failures, group_records, codec_commits = [], [], []
         for row in rows:
             position = Position(row["source_partition"], row["source_offset"], row["source_time"])
             try:
@@ -566,6 +558,7 @@ class BatchProcessor:
             if kind == "offset_commit":
                 stats.offset_commits += 1
                 commit = self._codec_commit(record, position, repairs)
+                codec_commits.append(commit)
                 key = (commit.group, commit.topic, commit.partition, history_minute_of(commit))
                 merge_commit(offsets, key, commit)
             else:
@@ -580,12 +573,20 @@ class BatchProcessor:
             self.tracker.partition_racks = self.replica_racks.lookup(wanted) if wanted else {}
         # The batch's latest commit of each partition goes to the tracker in log order
         # with the group records: the evidence that times a departed member's removal
-        # (services/tracker/causes.py; docs/architecture.md, "Rebalance causes"). Only
-        # commits of groups with generations count (GenerationTracker.commit), so the
-        # others (most partitions of a backlog batch) are not built or sorted at all.
-        tracked = self.tracker.last.keys() | self.tracker.kip848.keys()
-        tracked |= {r["key"].get("group", r["key"].get("group_id")) for r, _ in group_records}
-        marks = [
+        # (services/tracker/causes.py; docs/architecture.md, "Rebalance causes") and ends
+        # a moved partition's commit gap (services/tracker/cost.py). Only commits of
+        # groups with generations count (GenerationTracker.commit), so the others (most
+        # partitions of a backlog batch) are not built or sorted at all. Where a batch
+        # holds more commits of a group's partition than its latest around the group's
+        # records, `spark_jobs.evidence` adds the first and last between each two, and
+        # the commits the codec decoded go in one by one.
+        generations = self.tracker.last.keys() | self.tracker.kip848.keys()
+        tracked = generations | {evidence.record_group(r) for r, _ in group_records}
+        waiting = self.tracker.cost.waiting()
+        marks = evidence.marks(
+            df, evidence.needed(group_records, offsets.values(), waiting, generations)
+        )
+        marks += [
             (
                 {
                     "record_type": "offset_commit",
@@ -594,7 +595,7 @@ class BatchProcessor:
                 },
                 Position(c.source_partition, c.source_offset, c.commit_time),
             )
-            for c in latest_per_partition(offsets.values())
+            for c in [*offsets.values(), *codec_commits]
             if c.group in tracked and c.offset is not None and c.commit_time is not None
         ]
         ordered = sorted([*group_records, *marks], key=lambda r: (r[1].partition, r[1].offset))

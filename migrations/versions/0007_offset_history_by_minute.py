@@ -115,6 +115,15 @@ def _views() -> tuple[str, str, str]:
     return views.OFFSET_HISTORY_ENTRIES, views.GENERATION_OFFSET_PROGRESS, timeline
 
 
+def timeline() -> str:
+    """This revision's `group_timeline` (0006's, with stalls read from the minutes), as
+    CREATE OR REPLACE VIEW, for the revisions that amend it."""
+    m0006 = importlib.import_module("migrations.versions.0006_rebalance_causes")
+    sql: str = m0006._timeline(extra=True)
+    assert sql.count(STALL_BEFORE) == 1, "migration 0002's timeline changed"
+    return sql.replace(STALL_BEFORE, STALL_AFTER)
+
+
 def _drop_views() -> None:
     op.execute("DROP VIEW group_timeline")
     op.execute("DROP VIEW generation_offset_progress")

@@ -152,6 +152,16 @@ class ConsumerGroupTargetAssignmentMemberValue(TypedDict):
     topic_partitions: list[TopicIdPartitions]
 
 
+class ConsumerGroupCurrentMemberAssignmentValue(TypedDict):
+    """Type 8."""
+
+    member_epoch: int
+    previous_member_epoch: int
+    state: int
+    assigned_partitions: list[TopicIdPartitions]
+    partitions_pending_revocation: list[TopicIdPartitions]
+
+
 class ConsumerGroupRegularExpressionKey(TypedDict):
     """Type 16."""
 

@@ -481,7 +481,7 @@ def build() -> builders.Dashboard:
                 [
                     Sql(
                         (
-                            "SELECT coalesce(commit_timestamp, minute) AS \"time\", "
+                            'SELECT coalesce(commit_timestamp, minute) AS "time", '
                             "topic || '-' || partition AS metric, committed_offset AS "
                             "value FROM offset_history_entries WHERE group_name = "
                             "${group:sqlstring} AND topic IN (${topic:sqlstring}) AND "

@@ -154,7 +154,7 @@ VARIABLES: tuple[Variable, ...] = (
         "GROUPSCOPE_BENCH_CASES",
         "commits,rebalances,restart,broker",
         "`python -m benchmarks stream`: the cases to run (`sources` too: both Kafka "
-        "sources on Apache Kafka).",
+        "sources on Apache Kafka; `backfill`: a backlog read as one batch).",
         development=True,
     ),
     Variable(
@@ -180,6 +180,12 @@ VARIABLES: tuple[Variable, ...] = (
         "GROUPSCOPE_BENCH_BACKLOG",
         "4000000",
         "`python -m benchmarks stream`: records left behind for the restart case.",
+        development=True,
+    ),
+    Variable(
+        "GROUPSCOPE_BENCH_BACKFILL_MINUTES",
+        "10",
+        "`python -m benchmarks stream`: simulated minutes the backfill case reads as one batch.",
         development=True,
     ),
     Variable(

@@ -108,6 +108,16 @@ METRICS: tuple[Metric, ...] = (
         "Actual minus baseline moves of the last rebalance (0 when unknown).",
     ),
     Metric(
+        "group_last_rebalance_commit_gap_seconds",
+        "gauge",
+        GROUP,
+        "The longest a partition moved by the group's last rebalance went without an "
+        "offset commit: from its last commit before its new owner held it to its first "
+        "commit after (commit timestamps). It can grow while moved partitions have not "
+        "committed again; absent until one has, when nothing moved, and for rebalances "
+        "stored before the store measured it.",
+    ),
+    Metric(
         "group_storm",
         "gauge",
         GROUP,

@@ -243,6 +243,8 @@ def _families(
                 f["group_last_churn_ratio"].append((gl, min(last.moved / last.partitions, 1.0)))
             excess = last.moved - last.baseline if last.baseline is not None else 0
             f["group_last_excess_moves"].append((gl, max(excess, 0)))
+            if last.gap is not None:
+                f["group_last_rebalance_commit_gap_seconds"].append((gl, last.gap))
         f["group_commits_total"].append((gl, g.commits_total))
         if g.last_commit is not None:
             f["group_last_commit_timestamp_seconds"].append((gl, g.last_commit))

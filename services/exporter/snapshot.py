@@ -73,7 +73,8 @@ GROUP BY 1, 2
 
 LAST_REBALANCES = """
 SELECT DISTINCT ON (r.group_name) r.group_name, extract(epoch FROM r.time)::float8,
-    r.partitions_moved, r.baseline_moves, t.partition_count
+    r.partitions_moved, r.baseline_moves, t.partition_count,
+    extract(epoch FROM r.gap_max)::float8
 FROM rebalances r
 JOIN generations t ON t.id = r.to_generation_pk
 ORDER BY r.group_name, r.time DESC, r.to_generation_pk DESC
@@ -169,6 +170,7 @@ class LastRebalance:
     moved: int
     baseline: int | None
     partitions: int | None
+    gap: float | None = None  # seconds: the longest commit gap of its moved partitions
 
 
 @dataclass(frozen=True, slots=True)

@@ -52,6 +52,18 @@ class Moves:
 
 
 @dataclass(frozen=True)
+class CommitGap:
+    """How long the rebalance's moved partitions went without an offset commit
+    (services/tracker/cost.py): `partitions` measured, `waiting` for their first commit
+    still, the longest and the median gap of the measured ones."""
+
+    partitions: int
+    waiting: int
+    longest: timedelta | None
+    median: timedelta | None
+
+
+@dataclass(frozen=True)
 class TimelineEntry:
     generation: int
     time: datetime
@@ -68,6 +80,8 @@ class TimelineEntry:
     causes: list[dict[str, Any]] | None = None
     # Static members that rejoined during the generation without a rebalance.
     replaced_without_rebalance: list[dict[str, Any]] = field(default_factory=list)
+    # None: not a rebalance, or one stored before its cost was measured (0008).
+    gap: CommitGap | None = None
 
 
 @dataclass(frozen=True)
@@ -214,7 +228,14 @@ def _timeline_entry(row) -> TimelineEntry:
         committed_progress=_int_or_none(row["committed_progress"]),
         causes=row.get("causes") if moves is not None else None,
         replaced_without_rebalance=list(row.get("replaced_without_rebalance") or []),
+        gap=_gap(row) if moves is not None else None,
     )
+
+
+def _gap(row: Any) -> CommitGap | None:
+    if row.get("gap_partitions") is None:
+        return None
+    return CommitGap(row["gap_partitions"], row["gap_waiting"], row["gap_max"], row["gap_median"])
 
 
 def _int_or_none(value: SupportsInt | None) -> int | None:

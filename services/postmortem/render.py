@@ -3,7 +3,8 @@
 The JSON shapes are contracts (issue 5): fields may be added, never renamed.
 - postmortem: {"group", "generations": [{"generation", "time", "assignor", "leader",
   "members", "joined", "left", "moves": {"actual", "from_survivors",
-  "sticky_baseline", "minimum"} | null, ...}]}
+  "sticky_baseline", "minimum"} | null, ..., and for rebalances "causes" and
+  "commit_gap": {"partitions", "waiting", "max_seconds", "median_seconds"} | null}]}
 - storms: [{"group", "rebalances", "start", "end"}]
 
 The postmortem table fits a terminal of `WIDTH` columns by default: times to the second,
@@ -17,7 +18,14 @@ import unicodedata
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime, timedelta
 
-from services.postmortem.queries import MemberRef, Moves, Ownership, Storm, TimelineEntry
+from services.postmortem.queries import (
+    CommitGap,
+    MemberRef,
+    Moves,
+    Ownership,
+    Storm,
+    TimelineEntry,
+)
 from services.postmortem.timeparse import iso
 
 # The terminal width the default postmortem table fits.
@@ -162,12 +170,18 @@ def timeline_text(group: str, entries: Sequence[TimelineEntry], wide: bool = Fal
             f"to {seconds(entries[-1].time)}; assignor {', '.join(assignors[:3])}"
             f"{' ...' if len(assignors) > 3 else ''}\n{moves}"
         )
-        hint = (
-            "\n\nCAUSES: ? after a possible cause (+2?: two more possible), =member: a static "
-            "member replaced\nwithout a rebalance; --wide or --json explains each."
-            if any(e.causes or e.replaced_without_rebalance for e in entries)
-            else ""
-        )
+        notes = []
+        if any(e.causes or e.replaced_without_rebalance for e in entries):
+            notes.append(
+                "CAUSES: ? after a possible cause (+2?: two more possible), =member: a static "
+                "member replaced\nwithout a rebalance; --wide or --json explains each."
+            )
+        if any(e.gap is not None for e in entries):
+            notes.append(
+                "GAP: the longest a moved partition went without an offset commit "
+                "(+: some have not committed since)."
+            )
+        hint = "\n\n" + "\n".join(notes) if notes else ""
         return f"{summary}\n\n{_compact_table(group, entries)}{hint}"
     summary = (
         f"group {printable(group)}: {len(entries)} generations from {iso(entries[0].time)} "
@@ -184,6 +198,7 @@ def timeline_text(group: str, entries: Sequence[TimelineEntry], wide: bool = Fal
             _disrupts(e.moves),
             duration(e.since_previous),
             e.committed_progress,
+            _gap_text(e.gap),
             _membership_text(e.joined, e.left),
             _causes_text(e),
         )
@@ -199,6 +214,7 @@ def timeline_text(group: str, entries: Sequence[TimelineEntry], wide: bool = Fal
         "DISRUPTS",
         "SINCE PREV",
         "COMMITTED",
+        "COMMIT GAP max/median",
         "JOINED (+) / LEFT (-)",
         "CAUSES (? possible)",
     )
@@ -272,6 +288,7 @@ COMPACT_HEADERS = (
     "DISRUPTS",
     "SINCE",
     "COMMITTED",
+    "GAP",
     "CAUSES",
     "JOINED (+) / LEFT (-)",
 )
@@ -279,8 +296,11 @@ COMPACT_HEADERS = (
 
 def _compact_table(group: str, entries: Sequence[TimelineEntry]) -> str:
     """The timeline table in WIDTH columns: the last column, who joined and left, gets
-    what the others leave, and says how many when the members do not fit."""
+    what the others leave, and says how many when the members do not fit. GAP only
+    where some rebalance has a measured cost (none is stored before 0008)."""
     labels = short_members((m for e in entries for m in (*e.joined, *e.left)), group)
+    gaps = any(e.gap is not None for e in entries)
+    headers = [h for h in COMPACT_HEADERS if gaps or h != "GAP"]
     rows = [
         [
             seconds(e.time),
@@ -290,22 +310,23 @@ def _compact_table(group: str, entries: Sequence[TimelineEntry]) -> str:
             _disrupts(e.moves),
             duration(e.since_previous),
             e.committed_progress,
+            *((_gap_short(e.gap),) if gaps else ()),
         ]
         for e in entries
     ]
     widths = [max(len(_cell(r[i])) for r in rows) for i in range(len(rows[0]))]
-    used = sum(max(w, len(h)) for w, h in zip(widths, COMPACT_HEADERS[:-2], strict=True))
+    used = sum(max(w, len(h)) for w, h in zip(widths, headers[:-2], strict=True))
     # What the two last columns share: CAUSES takes up to CAUSES_WIDTH of it, leaving
     # JOINED / LEFT at least its header's width.
-    room = WIDTH - used - 2 * (len(COMPACT_HEADERS) - 1)
-    causes_width = min(CAUSES_WIDTH, max(room - len(COMPACT_HEADERS[-1]), MIN_CAUSES_WIDTH))
+    room = WIDTH - used - 2 * (len(headers) - 1)
+    causes_width = min(CAUSES_WIDTH, max(room - len(headers[-1]), MIN_CAUSES_WIDTH))
     for row, e in zip(rows, entries, strict=True):
         row.append(_causes_short(e, causes_width))
-    causes_used = max(len(COMPACT_HEADERS[-2]), *(len(str(r[-1])) for r in rows))
+    causes_used = max(len(headers[-2]), *(len(str(r[-1])) for r in rows))
     budget = max(room - causes_used, len("+999 -999"))
     for row, e in zip(rows, entries, strict=True):
         row.append(_membership_short(e.joined, e.left, labels, budget))
-    return table(COMPACT_HEADERS, rows)
+    return table(headers, rows)
 
 
 def _membership_short(
@@ -322,6 +343,35 @@ def _membership_short(
     counts = " ".join(f"{sign}{len(ms)}" for sign, ms in (("+", joined), ("-", left)) if ms)
     clients = f"{counts} ({', '.join(dict.fromkeys(s.split('#')[0] for s in shown))})"
     return clients if len(clients) <= budget else counts
+
+
+def _gap_short(gap: CommitGap | None) -> str:
+    """The longest commit gap, `+` when moved partitions still wait for their first
+    commit (`wait` when none has committed yet); `-` when nothing was measured."""
+    if gap is None or (gap.longest is None and not gap.waiting):
+        return "-"
+    if gap.longest is None:
+        return "wait"
+    return duration(gap.longest) + ("+" if gap.waiting else "")
+
+
+def _gap_text(gap: CommitGap | None) -> str:
+    """`53s/48s (9)`, `53s/48s (9, 2 waiting)`: longest/median over the measured."""
+    if gap is None or (gap.longest is None and not gap.waiting):
+        return "-"
+    waiting = f", {gap.waiting} waiting" if gap.waiting else ""
+    return f"{duration(gap.longest)}/{duration(gap.median)} ({gap.partitions}{waiting})"
+
+
+def _gap_json(gap: CommitGap | None) -> dict | None:
+    if gap is None:
+        return None
+    return {
+        "partitions": gap.partitions,
+        "waiting": gap.waiting,
+        "max_seconds": None if gap.longest is None else gap.longest.total_seconds(),
+        "median_seconds": None if gap.median is None else gap.median.total_seconds(),
+    }
 
 
 def _disrupts(moves: Moves | None) -> str:
@@ -401,7 +451,7 @@ def _entry_json(e: TimelineEntry) -> dict:
             None if e.since_previous is None else e.since_previous.total_seconds()
         ),
         "committed_progress": e.committed_progress,
-        **({"causes": e.causes} if e.moves is not None else {}),
+        **({"causes": e.causes, "commit_gap": _gap_json(e.gap)} if e.moves is not None else {}),
         "replaced_without_rebalance": e.replaced_without_rebalance,
     }
 

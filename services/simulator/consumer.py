@@ -68,6 +68,9 @@ class ConsumerGroup(SimGroup):
         self.target: dict[str, list] = {}
         self.topic_ids: dict[str, str] = {}
         self.subscribed: list[tuple[str, str, int]] | None = None
+        # Partitions members got in the records being built (for the ground truth of
+        # rebalance costs, after the target that moved them is recorded: `_flush`).
+        self._gained: list[tuple[str, int]] = []
 
     # -- records ----------------------------------------------------------------------
 
@@ -175,6 +178,8 @@ class ConsumerGroup(SimGroup):
             for m in members:
                 if m is not source:
                     self._schedule_heartbeat(m)
+        self.offsets.acquired(self._gained)
+        self._gained = []
 
     # -- reconciliation ---------------------------------------------------------------
 
@@ -230,6 +235,7 @@ class ConsumerGroup(SimGroup):
             if epoch != member.member_epoch:
                 member.previous_member_epoch = member.member_epoch
                 member.member_epoch = epoch
+            self._gained += [tp for tp in assigned if tp not in member.assigned]
             member.assigned = assigned
             member.state = state
             records.append(self._current_record(member))

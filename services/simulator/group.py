@@ -91,7 +91,7 @@ class SimGroup:
         )
         for topic, count in self.topics.items():
             self.offsets.add_topic(topic, count)
-        self.history = GroupHistory(ctx.truth, spec.name, self.group_type)
+        self.history = GroupHistory(ctx.truth, spec.name, self.group_type, self.offsets)
         self.slots: dict[int, Slot] = {}
         self.deleted = False
 

@@ -11,7 +11,7 @@ and a share of those be aborted: aborted commits never take effect.
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, NamedTuple
 
 from services.simulator.log import Batch, CoordinatorLog
@@ -59,6 +59,11 @@ class GroupOffsets:
         self.encoder = OffsetCommitEncoder(group)
         self._pack, self._raw_metadata = self.encoder.value_packer(metadata)
         self.state: dict[TopicPartition, list[Any]] = {}
+        # Ground truth of rebalance costs (`watch`): a moved partition -> its
+        # `gaps.jsonl` rows waiting for the partition's new owner to get it, and those
+        # waiting for its next commit.
+        self.unheld: dict[TopicPartition, list[dict[str, Any]]] = {}
+        self.watching: dict[TopicPartition, list[dict[str, Any]]] = {}
 
     def add_topic(self, topic: str, partitions: int) -> None:
         """Track partitions `0..partitions-1` of `topic`: each starts below offset 1024,
@@ -78,6 +83,39 @@ class GroupOffsets:
             partitions, [keys[tp] for tp in partitions], [self.state[tp] for tp in partitions]
         )
 
+    def watch(self, tp: TopicPartition, row: dict[str, Any], held: bool) -> None:
+        """Fill `row` of `gaps.jsonl` at the first commit of `tp` once a member holds it
+        (`held`, or after `acquired`): `resumed` is that commit's time, `stopped` the
+        time of the commit before it."""
+        (self.watching if held else self.unheld).setdefault(tp, []).append(row)
+
+    def acquired(self, partitions: Iterable[TopicPartition]) -> None:
+        """A member got `partitions` (KIP-848: once their old owners released them)."""
+        for tp in partitions:
+            rows = self.unheld.pop(tp, None)
+            if rows:
+                self.watching.setdefault(tp, []).extend(rows)
+
+    def unresolved(self) -> list[dict[str, Any]]:
+        """The watched rows no commit resolved: `resumed` stays null, `stopped` is the
+        partition's last commit (null: none)."""
+        out = []
+        for waiting in (self.unheld, self.watching):
+            for tp, rows in waiting.items():
+                st = self.state[tp]
+                for row in rows:
+                    row["stopped"] = st[1] if st[4] else None
+                    out.append(row)
+        return out
+
+    def _resolve(self, plan: CommitPlan, now: int) -> None:
+        for tp, st in zip(plan.partitions, plan.states, strict=True):
+            rows = self.watching.pop(tp, None)
+            for row in rows or ():
+                row["stopped"] = st[1] if st[4] else None
+                row["resumed"] = now
+                self.truth.gap(row)
+
     def commit(self, plan: CommitPlan, now: int) -> None:
         """One OffsetCommit (or TxnOffsetCommit) of the plan's partitions at `now`."""
         if not plan.keys:
@@ -85,6 +123,8 @@ class GroupOffsets:
         rng = self.rng
         transactional = bool(self.transactional) and rng.random() < self.transactional
         takes_effect = not transactional or rng.random() >= self.aborted
+        if takes_effect and self.watching:
+            self._resolve(plan, now)
         pack = self._pack
         raw = self._raw_metadata
         length = len(raw)

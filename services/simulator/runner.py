@@ -77,6 +77,9 @@ def simulate(
             for g in groups
         ],
     }
+    for g in groups:
+        for row in g.offsets.unresolved():
+            truth.gap(row)
     commits = (row for g in sorted(groups, key=lambda g: g.name) for row in g.offsets.committed())
     truth.close(commits, summary)
     return summary

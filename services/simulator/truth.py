@@ -27,6 +27,14 @@ pairs sorted by topic then partition):
   "moves": {"total", "from_surviving", "from_departed"}}`, moves measured from the
   assignment of `from_generation` to that of `to_generation` (`services.assignor.moves`,
   keyed by identity).
+- `gaps.jsonl`: the commit gap of every partition a rebalance episode moved (owner
+  changed by identity, `moves` below), one row each: `{"group", "to_generation",
+  "topic", "partition", "stopped", "resumed"}`. `resumed` is the time of the
+  partition's first commit (that took effect) after a member got it in or after the
+  episode (classic: the episode's last generation; KIP-848: a member's reconciliation,
+  once the old owner released it), `stopped` the time of the commit before that one
+  (null: it had none). Unresolved at the end: `resumed` null, `stopped` its last
+  commit. Rows are in the order they resolved, the unresolved last.
 - `commits.jsonl`: the committed offsets at the end, one row per (group, topic,
   partition) still committed (a deleted group's offsets are gone), sorted:
   `{"group", "topic", "partition", "offset", "leader_epoch", "metadata",
@@ -47,9 +55,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from contextlib import ExitStack
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from services.assignor import moves
+
+if TYPE_CHECKING:
+    from services.simulator.offsets import GroupOffsets
 
 TopicPartition = tuple[str, int]
 Assignment = Mapping[str, Sequence[TopicPartition]]
@@ -62,7 +73,7 @@ def sorted_assignment(assignment: Assignment) -> dict[str, list[list[Any]]]:
 class GroundTruth:
     """Appends ground-truth rows to `DIR/truth/*.jsonl`; `None` as root discards them."""
 
-    FILES = ("events", "generations", "rebalances", "aborted")
+    FILES = ("events", "generations", "rebalances", "aborted", "gaps")
 
     def __init__(self, root: str | os.PathLike | None) -> None:
         self.dir = None if root is None else Path(root) / "truth"
@@ -96,6 +107,9 @@ class GroundTruth:
 
     def aborted(self, row: Mapping[str, Any]) -> None:
         self._write("aborted", row)
+
+    def gap(self, row: Mapping[str, Any]) -> None:
+        self._write("gaps", row)
 
     def close(self, commits: Iterable[Mapping[str, Any]], summary: Mapping[str, Any]) -> None:
         self._stack.close()
@@ -135,8 +149,11 @@ class GroupHistory:
     after revoking).
     """
 
-    def __init__(self, truth: GroundTruth, group: str, group_type: str) -> None:
+    def __init__(
+        self, truth: GroundTruth, group: str, group_type: str, offsets: GroupOffsets | None = None
+    ) -> None:
         self.truth = truth
+        self.offsets = offsets
         self.group = group
         self.group_type = group_type
         self.episodes = 0
@@ -191,6 +208,32 @@ class GroupHistory:
                 "moves": moves(before, after).as_dict(),
             }
         )
+        if self.offsets is not None and self.last_generation is not None:
+            self._watch_moves(self.offsets, generation, before, after)
         self._open = []
         self.last_generation = generation
         self.last_assignment = after
+
+    def _watch_moves(
+        self,
+        offsets: GroupOffsets,
+        generation: int,
+        before: Mapping[str, Sequence[TopicPartition]],
+        after: Mapping[str, Sequence[TopicPartition]],
+    ) -> None:
+        """A `gaps.jsonl` row for each partition the episode moved, filled at its first
+        commit once its new owner holds it: at once in a classic group (its members get
+        their assignment with this generation), at its reconciliation in a KIP-848 one."""
+        old = {tp: m for m, tps in before.items() for tp in tps}
+        for member, tps in sorted(after.items()):
+            for tp in sorted(tps):
+                if old.get(tp, member) != member:
+                    row = {
+                        "group": self.group,
+                        "to_generation": generation,
+                        "topic": tp[0],
+                        "partition": tp[1],
+                        "stopped": None,
+                        "resumed": None,
+                    }
+                    offsets.watch(tp, row, held=self.group_type == "classic")

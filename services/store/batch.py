@@ -63,6 +63,11 @@ Rules the store relies on:
   `pipeline_status` row in the same transaction, once: a batch id no greater than the
   last one counted (a replayed batch) is not counted again. Between batches the job reports
   whether it has caught up with `HistoryStore.report_status`.
+- **Costs.** `costs` sets each listed rebalance's commit gaps (`RebalanceCost`), for
+  a rebalance of this batch or of an earlier one; a rebalance not stored is skipped.
+  Each is the tracker's whole current state of that rebalance, so applying one twice,
+  or an older one after a newer one, never lowers what is stored (`measured` only
+  grows).
 - **Repairs.** A value PostgreSQL cannot hold is made storable, and the change recorded
   in `record_repairs` with the original (`services.store.sanitize`): the store replaces
   U+0000 in any string and shortens over-long keys itself; the job turns a time out of
@@ -92,7 +97,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 
 # The offset history keeps a partition's latest commit of each such interval of its
 # history time (see "Offset history" above); the job reduces commits to it in Spark.
@@ -207,6 +212,29 @@ def primary_cause(causes: Sequence[Cause]) -> str:
     in `CAUSES` order, else `unknown`."""
     settled = {c.cause for c in causes if not c.possible}
     return next((c for c in CAUSES if c in settled), "unknown")
+
+
+@dataclass(frozen=True, slots=True)
+class RebalanceCost:
+    """How long a rebalance's moved partitions went without an offset commit
+    (services/tracker/cost.py): for each moved partition, the gap from its last commit
+    before the new owner held it to its first commit after. Keyed by the rebalance's
+    generation record (`source_partition`, `source_offset`: the `Generation` that carries
+    the `Churn`). The tracker sends it again whenever more partitions resume; the store
+    keeps the latest, so a replay changes nothing.
+
+    `measured`: moved partitions whose gap is known; `waiting`: moved partitions that
+    committed before and not yet since (the rest of the moves had no commit before, so
+    no gap to measure). `gap_max` and `gap_median` are over the measured ones (None
+    while there are none)."""
+
+    group: str
+    source_partition: int
+    source_offset: int
+    measured: int
+    waiting: int
+    gap_max: timedelta | None = None
+    gap_median: timedelta | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -333,6 +361,8 @@ class BatchWrite:
     repairs: Sequence[Repair] = ()
     # Static members replaced without a rebalance (same-generation rewrites).
     replacements: Sequence[StaticReplacement] = ()
+    # The commit gaps of rebalances of this batch or earlier ones (latest state of each).
+    costs: Sequence[RebalanceCost] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -184,6 +184,14 @@ class Rebalance(Base):
     disruptive: Mapped[bool] = mapped_column(Boolean, server_default="true")
     # [{"cause", "explanation", "possible"}] (migration 0006); NULL when stored before.
     causes: Mapped[list[dict[str, object]] | None] = mapped_column(JSONB)
+    # The commit gap of the moved partitions (migration 0008; services/tracker/cost.py):
+    # partitions measured (committed before the handover and since), partitions still
+    # waiting for their first commit, the longest and the median gap. NULL when stored
+    # before 0008 (or by a job that had not seen the rebalance's earlier generation).
+    gap_partitions: Mapped[int | None] = mapped_column(Integer)
+    gap_waiting: Mapped[int | None] = mapped_column(Integer)
+    gap_max: Mapped[timedelta | None] = mapped_column(Interval)
+    gap_median: Mapped[timedelta | None] = mapped_column(Interval)
 
 
 class StaticReplacement(Base):

@@ -305,6 +305,21 @@ FROM stage_static_replacements
 ON CONFLICT DO NOTHING
 """
 
+# Each cost is its rebalance's whole state as the tracker sees it now: it replaces what
+# is stored unless that measured more (an older state applied late changes nothing).
+# The rebalance is found by its generation's record position; one not stored is skipped.
+UPDATE_COSTS = """
+UPDATE rebalances AS r SET
+    gap_partitions = c.measured,
+    gap_waiting = c.waiting,
+    gap_max = c.gap_max,
+    gap_median = c.gap_median
+FROM stage_rebalance_costs c
+JOIN generations t USING (source_partition, source_offset)
+WHERE r.to_generation_pk = t.id
+  AND (r.gap_partitions IS NULL OR r.gap_partitions <= c.measured)
+"""
+
 # A replayed batch repairs the same fields of the same records: nothing is added twice.
 INSERT_REPAIRS = """
 INSERT INTO record_repairs (source_partition, source_offset, field, reason, original,
@@ -486,6 +501,9 @@ def _stage(cursor: psycopg.Cursor, batch: BatchWrite) -> BatchWrite:
     if batch.replacements:
         staging.REPLACEMENTS.create_temp(cursor)
         staging.REPLACEMENTS.copy(cursor, _replacement_rows(batch))
+    if batch.costs:
+        staging.COSTS.create_temp(cursor)
+        staging.COSTS.copy(cursor, (astuple(c)[1:] for c in batch.costs))  # all but group
     return replace(batch, repairs=repairs)
 
 
@@ -505,6 +523,8 @@ def _merge(cursor: psycopg.Cursor, batch: BatchWrite, statements: Statements) ->
         statements.execute(cursor, INSERT_REPAIRS, params)
     if batch.replacements:
         statements.execute(cursor, INSERT_REPLACEMENTS, params)
+    if batch.costs:
+        statements.execute(cursor, UPDATE_COSTS, params)
     cursor.executemany(
         UPSERT_PROGRESS,
         [

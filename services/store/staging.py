@@ -158,6 +158,18 @@ REBALANCES = CopyTable(
     ),
 )
 
+COSTS = CopyTable(
+    "stage_rebalance_costs",
+    (
+        ("source_partition", "int4"),
+        ("source_offset", "int8"),
+        ("measured", "int4"),
+        ("waiting", "int4"),
+        ("gap_max", "interval"),
+        ("gap_median", "interval"),
+    ),
+)
+
 REPLACEMENTS = CopyTable(
     "stage_static_replacements",
     (

@@ -31,6 +31,7 @@ from services.tracker.model import (
 
 if TYPE_CHECKING:
     from services.codec.types import (
+        ConsumerGroupCurrentMemberAssignmentValue,
         ConsumerGroupKey,
         ConsumerGroupMemberKey,
         ConsumerGroupMemberMetadataValue,
@@ -119,11 +120,27 @@ def target_assignment_member(
 
 
 def current_member_assignment(
-    tracker: GenerationTracker, key: ConsumerGroupMemberKey, value: object, at: Position
+    tracker: GenerationTracker,
+    key: ConsumerGroupMemberKey,
+    value: ConsumerGroupCurrentMemberAssignmentValue | None,
+    at: Position,
 ) -> None:
     """Type 8: what a member owns while it converges on its target. Generations are
-    measured on target assignments, so only the group's state is kept."""
-    _state(tracker, key)
+    measured on target assignments; a partition listed here at the member's epoch has
+    been handed over to it (the cost of the rebalance that moved it:
+    services/tracker/cost.py)."""
+    state = _state(tracker, key)
+    if value is None:
+        return
+    held = {
+        (tracker.topic_name(state, tp["topic_id"]), p)
+        for tp in value["assigned_partitions"]
+        for p in tp["partitions"]
+    }
+    group = key["group_id"]
+    tracker.cost.handover(
+        group, value["member_epoch"], held, tracker.commits.get(group, {}), at.offset
+    )
 
 
 def regular_expression(

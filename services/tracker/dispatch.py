@@ -28,9 +28,9 @@ Handler = Callable[["GenerationTracker", Any, Any, Position], None]
 def offset_commit(
     tracker: GenerationTracker, key: OffsetCommitKey, value: object, position: Position
 ) -> None:
-    """Types 0 and 1: the commit's time is evidence of a rebalance's causes."""
+    """Types 0 and 1: the commit's time is evidence of a rebalance's causes and cost."""
     if value is not None:
-        tracker.commit(key["group"], key["topic"], key["partition"], position.time)
+        tracker.commit(key["group"], key["topic"], key["partition"], position.time, position.offset)
 
 
 HANDLERS: Mapping[str, Handler] = {

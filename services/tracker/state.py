@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from services.store.batch import Cause
+from services.tracker.cost import CostWatch
 from services.tracker.model import Kip848State, Position, Snapshot
 from services.tracker.tracker import GenerationTracker
 
@@ -82,6 +83,7 @@ def dump(tracker: GenerationTracker) -> dict[str, Any]:
             for g, c in tracker.commits.items()
         },
         "departed": tracker.departed,
+        "costs": tracker.cost.as_data(),
     }
 
 
@@ -97,4 +99,5 @@ def load(raw: dict[str, Any]) -> GenerationTracker:
         for g, c in raw.get("commits", {}).items()
     }
     tracker.departed = {g: [tuple(d) for d in ds] for g, ds in raw.get("departed", {}).items()}
+    tracker.cost = CostWatch.from_data(raw.get("costs", {}))  # absent in older files
     return tracker

@@ -15,8 +15,16 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-from services.store.batch import Cause, Churn, Generation, GroupEvent, Repair, StaticReplacement
-from services.tracker import causes, churn, dispatch
+from services.store.batch import (
+    Cause,
+    Churn,
+    Generation,
+    GroupEvent,
+    RebalanceCost,
+    Repair,
+    StaticReplacement,
+)
+from services.tracker import causes, churn, cost, dispatch
 from services.tracker.model import Kip848State, Position, Snapshot
 
 
@@ -36,6 +44,9 @@ class GenerationTracker:
         # host).
         self.commits: dict[str, dict[tuple[str, int], datetime]] = {}
         self.departed: dict[str, list[tuple[str, int, str | None, str | None]]] = {}
+        # Rebalances whose moved partitions have not all committed again, and the cost
+        # updates since the last `drain_costs` (services/tracker/cost.py).
+        self.cost = cost.CostWatch()
         # Topic id -> name for the whole cluster, given by the caller (the tracker does no
         # I/O): used where a KIP-848 group's own partition metadata does not name an id.
         self.topic_names: dict[str, str] = {}
@@ -104,11 +115,19 @@ class GenerationTracker:
         self.generations, self.events = [], []
         return out
 
-    def commit(self, group: str, topic: str, partition: int, time: datetime | None) -> None:
-        """An offset commit of a group that has generations, in log order with its group
-        records (the last one before each group record is all the causes need)."""
+    def commit(
+        self, group: str, topic: str, partition: int, time: datetime | None, offset: int
+    ) -> None:
+        """An offset commit (at `offset` of its source partition) of a group that has
+        generations, in log order with its group records. The causes need the last one
+        before each group record, the costs also the first one after."""
         if time is not None and (group in self.last or group in self.kip848):
             self.commits.setdefault(group, {})[(topic, partition)] = time
+            self.cost.commit(group, (topic, partition), time, offset)
+
+    def drain_costs(self) -> list[RebalanceCost]:
+        """The rebalances whose cost changed since the last drain, each as it stands."""
+        return self.cost.drain()
 
     def drain_replacements(self) -> list[StaticReplacement]:
         out, self.replacements = self.replacements, []
@@ -148,6 +167,7 @@ class GenerationTracker:
             self.kip848.pop(group, None)
             self.commits.pop(group, None)
             self.departed.pop(group, None)
+            self.cost.forget(group)
 
     def delete(self, group: str, position: Position, group_type: str) -> None:
         """A group tombstone: the group was deleted (or expired while empty)."""
@@ -199,6 +219,13 @@ class GenerationTracker:
         if measured.churn is None:
             snapshot.pending = found
             return None, []
+        self.cost.rebalanced(
+            group,
+            snapshot.position,
+            cost.moved(before, snapshot.assignment),
+            self.commits.get(group, {}),
+            snapshot.generation if group_type == "consumer" else None,
+        )
         # The group's formation disrupts nobody; after it, the protocol's rule decides.
         disruptive = snapshot.forming_until is None and churn.disrupts(
             before, snapshot.assignment, measured.churn, group_type, snapshot.protocol

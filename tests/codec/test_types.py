@@ -28,6 +28,8 @@ MIRRORS: list[tuple[type, Message, tuple[str, ...]]] = [
     (types.ConsumerGroupTargetAssignmentMetadataValue, RECORD_TYPES[6].value, ()),
     (types.ConsumerGroupTargetAssignmentMemberValue, RECORD_TYPES[7].value, ()),
     (types.TopicIdPartitions, RECORD_TYPES[7].value, ("topic_partitions",)),
+    (types.ConsumerGroupCurrentMemberAssignmentValue, RECORD_TYPES[8].value, ()),
+    (types.TopicIdPartitions, RECORD_TYPES[8].value, ("assigned_partitions",)),
     (types.ConsumerGroupRegularExpressionKey, RECORD_TYPES[16].key, ()),
     (types.ConsumerGroupRegularExpressionValue, RECORD_TYPES[16].value, ()),
     (types.Subscription, CONSUMER_PROTOCOL_SUBSCRIPTION, ()),
@@ -75,6 +77,7 @@ def test_a_required_field_is_in_every_version_the_codec_decodes() -> None:
         (5, types.ConsumerGroupMemberKey, types.ConsumerGroupMemberMetadataValue),
         (6, types.ConsumerGroupKey, types.ConsumerGroupTargetAssignmentMetadataValue),
         (7, types.ConsumerGroupMemberKey, types.ConsumerGroupTargetAssignmentMemberValue),
+        (8, types.ConsumerGroupMemberKey, types.ConsumerGroupCurrentMemberAssignmentValue),
         (16, types.ConsumerGroupRegularExpressionKey, types.ConsumerGroupRegularExpressionValue),
     ]
     checked = 0

@@ -25,6 +25,7 @@ from services.store.batch import (
     GroupEvent,
     OffsetCommit,
     PipelineReport,
+    RebalanceCost,
     primary_cause,
 )
 from services.store.repository import HistoryStore
@@ -130,6 +131,13 @@ def seeded(store_engine: Engine) -> Engine:
                 ),
             ],
             health=BatchHealth(records=120, seconds=0.75),
+            # billing's last rebalance: two partitions resumed, the longest after 7.5 s;
+            # crashy's last: its moved partitions have not committed again yet.
+            costs=[
+                RebalanceCost("billing", 35, 11, 2, 0, timedelta(seconds=99), None),
+                RebalanceCost("billing", 35, 12, 2, 0, timedelta(seconds=7.5), None),
+                RebalanceCost("crashy", 35, 107, 0, 4),
+            ],
         )
     )
     # A replay of the same commits counts nothing twice; a new batch adds.
@@ -213,6 +221,8 @@ def test_rebalances_moves_churn_and_storm(seeded: Engine) -> None:
     assert value(s, "group_last_churn_ratio", group="billing") == 0.5  # 2 of 4 moved
     assert value(s, "group_last_excess_moves", group="billing") == 0
     assert value(s, "group_last_excess_moves", group="crashy") == 4
+    assert value(s, "group_last_rebalance_commit_gap_seconds", group="billing") == 7.5
+    assert ("groupscope_group_last_rebalance_commit_gap_seconds", (("group", "crashy"),)) not in s
     # billing's rebalances are 40-50 minutes old: outside the 10-minute window
     assert value(s, "group_rebalances_in_storm_window", group="billing") == 0
     assert value(s, "group_storm", group="billing") == 0

@@ -362,3 +362,47 @@ def test_the_causes_column_fits_120_columns(run: Run, database_url: str) -> None
     gens = run_json(run, "postmortem", group)["generations"]
     assert "causes" not in gens[0]
     assert gens[1]["causes"] == [c.as_dict() for c in crash]
+
+
+def test_the_gap_column_shows_the_longest_commit_gap(run: Run, database_url: str) -> None:
+    """Costs arrive after their rebalances (here in a later batch, one replayed with an
+    older state): GAP shows the longest gap, `+` while moved partitions still wait and
+    `wait` when none has committed yet; --wide adds the median and the counts, --json
+    every figure; a rebalance with no cost (stored before 0008) shows `-` and null."""
+    from datetime import timedelta
+
+    from services.store.batch import RebalanceCost
+
+    group = "payments-settlement-eu-west-1"
+    generations = crash_loop_history(group)
+    write(database_url, batch(1, generations=generations))
+
+    def cost(offset: int, measured: int, waiting: int, *gaps: float) -> RebalanceCost:
+        longest, median = (timedelta(seconds=g) for g in gaps) if gaps else (None, None)
+        return RebalanceCost(group, 35, offset, measured, waiting, longest, median)
+
+    newer = [cost(502, 12, 0, 53.2, 48.0), cost(503, 10, 2, 125, 51), cost(504, 0, 12)]
+    write(
+        database_url,
+        batch(2, costs=newer),
+        batch(3, costs=[cost(502, 3, 9, 40, 40)]),  # an older state, applied late
+    )
+    status, out, err = run("postmortem", group)
+    assert status == 0, err
+    lines = out.splitlines()
+    assert max(len(line) for line in lines) <= 120, out
+    start = lines[3].index("GAP")
+    cells = [row[start:].split("  ")[0].strip() for row in lines[4:9]]
+    assert cells == ["-", "53s", "2m05s+", "wait", "-"]
+    assert "GAP: the longest a moved partition went without an offset commit" in out
+    status, wide, _ = run("postmortem", group, "--wide")
+    assert status == 0
+    assert "53s/48s (12)" in wide and "2m05s/51s (10, 2 waiting)" in wide
+    gens = run_json(run, "postmortem", group)["generations"]
+    assert "commit_gap" not in gens[0]
+    assert [g["commit_gap"] for g in gens[1:]] == [
+        {"partitions": 12, "waiting": 0, "max_seconds": 53.2, "median_seconds": 48.0},
+        {"partitions": 10, "waiting": 2, "max_seconds": 125.0, "median_seconds": 51.0},
+        {"partitions": 0, "waiting": 12, "max_seconds": None, "median_seconds": None},
+        None,
+    ]

@@ -56,7 +56,7 @@ def run(
     summary = run_scenario(scenario, out, seed, duration_ms, groups, fmt, rows_per_file, **settings)
     specs, _ = build(scenario.split(","), Params({k: str(v) for k, v in settings.items()}), groups)
     result = Run(out, specs, summary, read_replay(out))
-    for name in ("events", "generations", "rebalances", "commits", "aborted"):
+    for name in ("events", "generations", "rebalances", "commits", "aborted", "gaps"):
         with open(out / "truth" / f"{name}.jsonl", encoding="utf-8") as lines:
             result.truth[name] = [json.loads(line) for line in lines]
     return result

@@ -42,6 +42,7 @@ def test_simulate_writes_a_replay_directory(tmp_path, capsys):
         "aborted.jsonl",
         "commits.jsonl",
         "events.jsonl",
+        "gaps.jsonl",
         "generations.jsonl",
         "rebalances.jsonl",
         "summary.json",

@@ -158,3 +158,30 @@ def test_aborted_commits_are_gaps_in_the_replay(tmp_path):
     assert {
         (c["group"], c["topic"], c["partition"]): c["offset"] for c in result.truth["commits"]
     } == {k: v["offset"] for k, v in expected.items()}
+
+
+@pytest.mark.parametrize("name", [*ALL, "many-groups"])
+def test_every_moved_partition_has_one_gap_row_that_follows_the_log(scenario_runs, name):
+    """One gaps.jsonl row per partition an episode moved; a resumed gap runs from a
+    commit of that partition in the log to the next one, after the episode."""
+    result = scenario_runs[name]
+    rows = defaultdict(list)
+    for r in result.truth["gaps"]:
+        rows[(r["group"], r["to_generation"])].append(r)
+    for r in result.truth["rebalances"]:
+        if r["from_generation"] is not None:
+            assert len(rows.pop((r["group"], r["to_generation"]), [])) == r["moves"]["total"]
+    assert not rows
+    commits = defaultdict(list)
+    for row, rec in result.decoded():
+        if rec["record_type"] == "offset_commit" and rec["value"] is not None:
+            key = rec["key"]
+            commits[(key["group"], key["topic"], key["partition"])].append(row["timestamp"])
+    stabilized = {(r["group"], r["to_generation"]): r["time"] for r in result.truth["rebalances"]}
+    for r in result.truth["gaps"]:
+        if r["resumed"] is None or r["stopped"] is None:
+            continue
+        times = commits[(r["group"], r["topic"], r["partition"])]
+        i = times.index(r["resumed"])
+        assert times[i - 1] == r["stopped"] < r["resumed"]
+        assert r["resumed"] >= stabilized[(r["group"], r["to_generation"])]

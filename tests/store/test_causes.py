@@ -1,6 +1,6 @@
 """End to end: simulated crash-loop and static rolling restart through the tracker into
-the store; causes and static replacements come back through group_timeline and the
-postmortem query."""
+the store; causes, commit gaps and static replacements come back through group_timeline
+and the postmortem query."""
 
 from __future__ import annotations
 
@@ -38,6 +38,7 @@ def test_causes_and_static_replacements_reach_the_timeline(engine: Engine, tmp_p
         tracker.add(record, position)
     generations, events = tracker.drain()
     replacements = tracker.drain_replacements()
+    costs = tracker.drain_costs()
     batch = BatchWrite(
         1,
         "test",
@@ -45,6 +46,7 @@ def test_causes_and_static_replacements_reach_the_timeline(engine: Engine, tmp_p
         generations=generations,
         group_events=events,
         replacements=replacements,
+        costs=costs,
     )
     store = HistoryStore(engine)
     store.write_batch(batch)
@@ -60,6 +62,19 @@ def test_causes_and_static_replacements_reach_the_timeline(engine: Engine, tmp_p
     assert {e.generation: e.causes for e in crash if e.moves is not None} == expected
     assert all(e.causes is None for e in crash if e.moves is None)
     assert any(c["cause"] == "session_timeout" for cs in expected.values() for c in cs)
+    offsets = {g.source_offset: g.generation for g in generations if g.group == "crash-loop-0"}
+    gaps = {
+        offsets[c.source_offset]: (c.measured, c.waiting, c.gap_max, c.gap_median)
+        for c in costs
+        if c.group == "crash-loop-0"
+    }
+    stored = {
+        e.generation: (e.gap.partitions, e.gap.waiting, e.gap.longest, e.gap.median)
+        for e in crash
+        if e.gap is not None
+    }
+    assert stored == gaps and len(gaps) == len(expected)
+    assert any(measured for measured, *_ in gaps.values())
     rejoined = [r["new_member_id"] for e in static for r in e.replaced_without_rebalance]
     assert rejoined == [r.new_member_id for r in replacements]
     assert len(rejoined) == 4

@@ -307,7 +307,7 @@ def test_db_upgrade_moves_the_offset_history_to_minutes_and_keeps_the_batches(
         before = query(engine, "SELECT * FROM offset_history ORDER BY source_offset")
 
         assert main(["db", "upgrade", "--database-url", empty_database_url]) == 0
-        assert "to 0007 (head)" in capsys.readouterr().out
+        assert "to 0008 (head)" in capsys.readouterr().out
         assert query(engine, "SELECT * FROM offset_history_batches ORDER BY 2") == before
         entries = query(
             engine,
