@@ -154,7 +154,8 @@ VARIABLES: tuple[Variable, ...] = (
         "GROUPSCOPE_BENCH_CASES",
         "commits,rebalances,restart,broker",
         "`python -m benchmarks stream`: the cases to run (`sources` too: both Kafka "
-        "sources on Apache Kafka; `backfill`: a backlog read as one batch).",
+        "sources on Apache Kafka; `filter`: the commits with group filters; `backfill`: a "
+        "backlog read as one batch).",
         development=True,
     ),
     Variable(
@@ -186,6 +187,14 @@ VARIABLES: tuple[Variable, ...] = (
         "GROUPSCOPE_BENCH_BACKFILL_MINUTES",
         "10",
         "`python -m benchmarks stream`: simulated minutes the backfill case reads as one batch.",
+        development=True,
+    ),
+    Variable(
+        "GROUPSCOPE_BENCH_COMMIT_SECONDS",
+        "unset",
+        "`python -m benchmarks stream`: each partition commits every N seconds of commit "
+        "time (unset: commit times advance 1 ms per 1,000 records), so that a backlog "
+        "batch spans minutes of offset history.",
         development=True,
     ),
     Variable(
