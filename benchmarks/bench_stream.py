@@ -31,9 +31,8 @@ import struct
 import subprocess
 import sys
 import tempfile
-import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -41,6 +40,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from benchmarks.proctree import Sampler
+from benchmarks.race import race_case
 from services.codec import encode_key, encode_value, partition_for
 
 GROUPS = 2_000
@@ -164,45 +165,6 @@ def write_rebalances(directory: Path, groups: int, members: int) -> None:
     )
 
 
-class PeakMemory(threading.Thread):
-    """Peak RSS of a process and its children (the JVM, Python workers), from /proc."""
-
-    def __init__(self, pid: int) -> None:
-        super().__init__(daemon=True)
-        self.pid, self.peak, self.running = pid, 0, True
-        self.ticks: dict[int, int] = {}  # pid -> its own user + system clock ticks, last seen
-
-    @property
-    def cpu(self) -> float:
-        """CPU seconds of the tree's processes as last sampled (a process living under
-        the 0.5 s sampling interval is missed; Spark's Python workers live long)."""
-        return sum(self.ticks.values()) / os.sysconf("SC_CLK_TCK")
-
-    def tree(self) -> list[int]:
-        out = subprocess.run(
-            ["ps", "-o", "pid=", "--ppid", str(self.pid)], capture_output=True, text=True
-        ).stdout.split()
-        pids = [self.pid]
-        for child in map(int, out):
-            pids += PeakMemory(child).tree()
-        return pids
-
-    def run(self) -> None:
-        while self.running:
-            total = 0
-            for pid in self.tree():
-                try:
-                    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-                        if line.startswith("VmRSS:"):
-                            total += int(line.split()[1]) * 1024
-                    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-                    self.ticks[pid] = int(fields[11]) + int(fields[12])  # utime, stime
-                except (OSError, IndexError, ValueError):
-                    pass
-            self.peak = max(self.peak, total)
-            time.sleep(0.5)
-
-
 @dataclass
 class Run:
     """One `groupscope stream --once` process: wall time, log and peak memory."""
@@ -211,7 +173,9 @@ class Run:
     wall: float
     log: str
     peak: int
-    cpu: float = 0.0  # user + system seconds of the job's process tree, sampled (PeakMemory)
+    cpu: float = 0.0  # user + system seconds of the job's process tree (proctree.Sampler)
+    load: str = ""  # the machine's 1-minute load average while it ran: first/highest/last
+    breakdown: str = ""  # where the CPU went, by process and Java thread (proctree.Sampler)
 
 
 def replay(capture: Path) -> list[str]:
@@ -241,14 +205,13 @@ def run_stream(source: list[str], work: Path, extra: list[str]) -> Run:
         stderr=subprocess.PIPE,
         text=True,
     )
-    memory = PeakMemory(process.pid)
-    memory.start()
+    tree = Sampler(process.pid, root="driver")
     _, err = process.communicate()
-    memory.running = False
-    memory.join()
+    tree.stop()
     if process.returncode:
         raise RuntimeError(err[-3000:])
-    return Run(launched, time.perf_counter() - started, err, memory.peak, memory.cpu)
+    wall = time.perf_counter() - started
+    return Run(launched, wall, err, tree.peak, tree.cpu, tree.load(), tree.breakdown())
 
 
 def batch_lines(log: str) -> list[str]:
@@ -357,12 +320,21 @@ def report_throughput(label: str, total: int, run: Run) -> None:
 def produce_commits(bootstrap: str, topic: str, total: int, broker: str) -> None:
     """`total` offset commits (`commit_chunks`) into a new 50-partition `topic`, each in
     the partition Kafka would keep its group's records in."""
-    from confluent_kafka import Producer
     from confluent_kafka.admin import AdminClient, NewTopic
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
     for future in admin.create_topics([NewTopic(topic, 50, 1)]).values():
         future.result(30)
+    produce_tables(bootstrap, topic, commit_chunks(total, 1_000_000), total, broker)
+
+
+def produce_tables(
+    bootstrap: str, topic: str, tables: Iterable[pa.Table], total: int, broker: str
+) -> None:
+    """The records of `tables` (partition, key, value columns) into the existing `topic`,
+    each in its partition, in order."""
+    from confluent_kafka import Producer
+
     producer = Producer(
         {
             "bootstrap.servers": bootstrap,
@@ -373,7 +345,7 @@ def produce_commits(bootstrap: str, topic: str, total: int, broker: str) -> None
         }
     )
     started = time.perf_counter()
-    for chunk in commit_chunks(total, 1_000_000):
+    for chunk in tables:
         columns = [chunk.column(c).to_pylist() for c in ("partition", "key", "value")]
         for partition, key, value in zip(*columns, strict=True):
             while True:
@@ -387,7 +359,7 @@ def produce_commits(bootstrap: str, topic: str, total: int, broker: str) -> None
     if left:
         raise RuntimeError(f"{left} records not delivered to the broker")
     print(
-        f"produced {total:,} offset commits into {broker} in {time.perf_counter() - started:.0f}s",
+        f"produced {total:,} records into {broker} in {time.perf_counter() - started:.0f}s",
         flush=True,
     )
 
@@ -403,34 +375,6 @@ def broker_case(root: Path, total: int) -> None:
         source = ["--source", "kafka", "--bootstrap-servers", bootstrap, "--topic", topic]
         run = run_stream(source, root / "w4", [])  # the job's default read limit
         report_throughput("offset commits end to end (broker)", total, run)
-
-
-def sources_case(root: Path, total: int, sources: list[str]) -> None:
-    """Both Kafka sources on Apache Kafka itself (tests/fixtures/real_kafka.py, `make
-    kafka`): the commits produced once into a 50-partition topic standing in for
-    `__consumer_offsets`, then each source reads all of it into a database of its own,
-    `--once`, at the job's default read limit and then in four batches.
-    `--source spark-kafka` resolves Spark's connector as the job does (`make kafka`
-    caches it)."""
-    from tests.fixtures.real_kafka import Settings, launch
-
-    topic = "bench-consumer-offsets"
-    (root / "kafka").mkdir()
-    kafka = launch(root / "kafka", Settings())
-    try:
-        produce_commits(kafka.bootstrap_servers, topic, total, "Apache Kafka")
-        quarter = ["--max-records-per-trigger", str(max(total // 4, 1))]
-        # each source at the default read limit (one batch), then in four batches (the
-        # later three warm); the order alternates, since the machine's load drifts
-        plan = [(s, []) for s in sources] + [(s, quarter) for s in reversed(sources)]
-        for i, (source, extra) in enumerate(plan):
-            args = ["--source", source, "--bootstrap-servers", kafka.bootstrap_servers]
-            run = run_stream([*args, "--topic", topic], root / f"w5-{i}", extra)
-            batches = "default read limit" if not extra else "4 batches"
-            label = f"offset commits end to end (Apache Kafka, {source}, {batches})"
-            report_throughput(label, total, run)
-    finally:
-        kafka.stop()
 
 
 def restart_case(root: Path, first: int, backlog: int, per_file: int) -> None:
@@ -543,8 +487,7 @@ def main() -> None:
         if "broker" in cases:
             broker_case(root, total)
         if "sources" in cases:
-            sources = os.environ.get("GROUPSCOPE_BENCH_SOURCES", "kafka,spark-kafka")
-            sources_case(root, total, sources.split(","))
+            race_case(root, total)
         if "filter" in cases:
             filter_case(root, total, per_file)
         if "restart" in cases:
