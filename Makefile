@@ -8,8 +8,11 @@ STAMP  := $(VENV)/.installed
 # compiler for the codec's optional accelerator. Installed when missing and we may
 # (root, or sudo without a password); otherwise those tests skip and say why.
 APT_PACKAGES := prometheus:prometheus gcc:gcc
+# For the benchmarks only (`make bench`; no test needs them): Burrow 1.2.1 and the
+# ZooKeeper it needs, the stream benchmark's race (benchmarks/race.py).
+BENCH_APT_PACKAGES := burrow:Burrow zookeeper:/usr/share/zookeeper/bin/zkServer.sh
 
-.PHONY: setup system-deps kafka demo test test-fast lint format docs dashboards bench dist clean
+.PHONY: setup system-deps bench-deps kafka demo test test-fast lint format docs dashboards bench dist clean
 
 system-deps:
 	@missing=""; for pair in $(APT_PACKAGES); do \
@@ -22,6 +25,9 @@ system-deps:
 	  $$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
 	    $$sudo apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	fi
+
+bench-deps:
+	@$(MAKE) --no-print-directory system-deps APT_PACKAGES="$(BENCH_APT_PACKAGES)"
 
 $(STAMP): pyproject.toml services/codec/_speedups.c spark_jobs/_kafka_read.c
 	@$(MAKE) --no-print-directory system-deps
@@ -101,7 +107,7 @@ docs: setup
 dashboards: setup
 	$(BIN)/python -m services.dashboards
 
-bench: setup
+bench: setup kafka bench-deps
 	$(BIN)/python -m benchmarks
 
 # The job for a Spark cluster: groupscope's code with its C extensions and the

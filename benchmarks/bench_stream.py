@@ -13,8 +13,9 @@ first batch begins (Python, the embedded PostgreSQL, the JVM, query start), the 
 Environment: GROUPSCOPE_BENCH_RECORDS (default 20,000,000), GROUPSCOPE_BENCH_FILES
 (records per replay file, default 1,000,000), GROUPSCOPE_BENCH_BACKLOG (records left
 behind for the restart case, default 4,000,000), GROUPSCOPE_BENCH_CASES (default
-commits,rebalances,restart,broker; `sources` compares both Kafka sources on Apache Kafka
-itself, GROUPSCOPE_BENCH_SOURCES choosing them, default kafka,spark-kafka; `filter`
+commits,rebalances,restart,broker; `sources` races both Kafka sources and Burrow on
+Apache Kafka itself, benchmarks/race.py, with GROUPSCOPE_BENCH_SOURCES and
+GROUPSCOPE_BENCH_KAFKA_VERSIONS; `filter`
 runs the commits with `--groups-include`/`--groups-exclude` filters keeping all, half
 and 1/200 of the groups, to show where a filtered record's cost goes; `backfill` reads
 GROUPSCOPE_BENCH_BACKFILL_MINUTES simulated minutes, default 10, as one batch),
@@ -205,7 +206,8 @@ def run_stream(source: list[str], work: Path, extra: list[str]) -> Run:
         stderr=subprocess.PIPE,
         text=True,
     )
-    tree = Sampler(process.pid, root="driver")
+    # the embedded PostgreSQL's server daemonizes out of the tree: adopted by its data dir
+    tree = Sampler(process.pid, root="driver", adopt=str(work / "data"))
     _, err = process.communicate()
     tree.stop()
     if process.returncode:

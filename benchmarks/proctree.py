@@ -7,9 +7,10 @@ under each root pid (children found by their parent pid in /proc/<pid>/stat):
   of the children each of them has reaped. At one instant that sum counts every
   process that ever belonged to the tree once (a reaped child's time moved into its
   parent's cutime), except descendants that outlived their parent (re-parented away
-  from the tree). `stop()`, once the roots exited and were waited for, takes as the
-  final figure the larger of the last sample and the CPU of the children this process
-  reaped meanwhile, with their reaped descendants (`Reaped`), which also holds what ran
+  from the tree, unless `adopt` names them). `stop()`, once the roots exited and were
+  waited for, takes as the final figure the larger of the last sample and the CPU of
+  the children this process reaped meanwhile, with their reaped descendants (`Reaped`),
+  plus the adopted processes' as last sampled: that also holds what the roots ran
   between the last sample and the exit.
 - Peak RSS: the largest sum of the tree's VmRSS seen.
 - Load: the 1-minute load average (/proc/loadavg) at each sample, for the machine
@@ -103,10 +104,20 @@ class Reaped:
 class Sampler(threading.Thread):
     """Samples the trees under `roots` (pids; `add()` more later) until `stop()`."""
 
-    def __init__(self, *roots: int, root: str | None = None, interval: float = 0.25) -> None:
+    def __init__(
+        self,
+        *roots: int,
+        root: str | None = None,
+        adopt: str | None = None,
+        interval: float = 0.25,
+    ) -> None:
         super().__init__(daemon=True)
         self.roots = list(roots)
         self.root = root  # the first root's role (default: its command name)
+        # processes outside the trees whose command line holds this text are roots too: a
+        # daemon the tree started (the embedded PostgreSQL's postmaster, re-parented)
+        self.adopt = adopt
+        self.adopted_cpu = 0.0  # the adopted processes', at the last sample
         self.interval = interval
         self.peak = 0  # bytes
         self.cpu = 0.0  # seconds
@@ -125,11 +136,22 @@ class Sampler(threading.Thread):
         children: dict[int, list[int]] = {}
         for pid, stat in stats.items():
             children.setdefault(stat.parent, []).append(pid)
-        tree, todo = [], [r for r in self.roots if r in stats]
-        while todo:
-            pid = todo.pop()
-            tree.append(pid)
-            todo += children.get(pid, [])
+
+        def under(pids: list[int]) -> list[int]:
+            out, todo = [], list(pids)
+            while todo:
+                pid = todo.pop()
+                out.append(pid)
+                todo += children.get(pid, [])
+            return out
+
+        tree = under([r for r in self.roots if r in stats])
+        if self.adopt:
+            inside = set(tree)
+            found = [p for p in stats if p not in inside and self._adopted(p)]
+            adopted = list(dict.fromkeys(under(found)))  # once, if nested
+            self.adopted_cpu = sum(stats[p].own + stats[p].reaped for p in adopted) / TICK
+            tree += adopted
         if not tree:
             return
         self.cpu = max(self.cpu, sum(stats[p].own + stats[p].reaped for p in tree) / TICK)
@@ -142,6 +164,13 @@ class Sampler(threading.Thread):
                 for tid, thread in _threads(pid).items():
                     self.threads[tid] = (re.sub(r"[#\d]+", "", thread.name).strip(), thread.own)
 
+    def _adopted(self, pid: int) -> bool:
+        try:
+            command = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            return False
+        return self.adopt is not None and self.adopt.encode() in command
+
     def run(self) -> None:
         while not self._done.is_set():
             self._sample()
@@ -151,7 +180,7 @@ class Sampler(threading.Thread):
         """Stop sampling, after the roots have exited and been waited for."""
         self._done.set()
         self.join()
-        self.cpu = max(self.cpu, self._reaped.seconds())
+        self.cpu = max(self.cpu, self._reaped.seconds() + self.adopted_cpu)
 
     def breakdown(self, top: int = 6) -> str:
         """CPU seconds by role (each process as last seen; what no sample saw, such as

@@ -182,6 +182,9 @@ def groupscope(source: str, kafka: str, bootstrap: str, work: Path, records: Rec
         ["--source", source, "--bootstrap-servers", bootstrap, "--topic", TOPIC], work, []
     )
     report_throughput(f"race: groupscope --source {source} on Kafka {kafka}", records.count, run)
+    for line in run.log.splitlines():  # each batch, and its second Spark job if it ran one
+        if "groupscope.stream batch" in line or "commits around the group records" in line:
+            print(f"  {line.split('groupscope.stream ', 1)[1]}", flush=True)
     ends = [logged_at(line) for line in batch_lines(run.log)]
     seconds = batch_seconds(run.log)
     first = ends[0] - seconds[0]

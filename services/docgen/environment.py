@@ -153,22 +153,31 @@ VARIABLES: tuple[Variable, ...] = (
     Variable(
         "GROUPSCOPE_BENCH_CASES",
         "commits,rebalances,restart,broker",
-        "`python -m benchmarks stream`: the cases to run (`sources` too: both Kafka "
-        "sources on Apache Kafka; `filter`: the commits with group filters; `backfill`: a "
-        "backlog read as one batch).",
+        "`python -m benchmarks stream`: the cases to run (`sources` too: the race of both "
+        "Kafka sources and Burrow on Apache Kafka; `filter`: the commits with group "
+        "filters; `backfill`: a backlog read as one batch).",
         development=True,
     ),
     Variable(
         "GROUPSCOPE_BENCH_SOURCES",
-        "kafka,spark-kafka",
-        "`python -m benchmarks stream`: the Kafka sources the `sources` case compares on "
-        "Apache Kafka.",
+        "kafka,spark-kafka,burrow",
+        "`python -m benchmarks stream`: the contenders of the `sources` case (the race), "
+        "one after another: groupscope's Kafka sources and Burrow (`make bench-deps`).",
+        development=True,
+    ),
+    Variable(
+        "GROUPSCOPE_BENCH_KAFKA_VERSIONS",
+        "the project's Kafka (4.3.1)",
+        "`python -m benchmarks stream`: the Apache Kafka releases the `sources` case races "
+        "on, each a broker of its own (another release than the project's is resolved "
+        "with Maven); Burrow 1.2.1 reads from 3.9.1, not from Kafka 4.",
         development=True,
     ),
     Variable(
         "GROUPSCOPE_BENCH_RECORDS",
         "20000000",
-        "`python -m benchmarks stream`: offset commits in the commits and broker cases.",
+        "`python -m benchmarks stream`: offset commits in the commits and broker cases; "
+        "about as many simulated records (commits and group records) in the `sources` case.",
         development=True,
     ),
     Variable(
