@@ -48,7 +48,7 @@ Offsets = Mapping[str, Mapping[tuple[str, int], int]]
 
 
 class BurrowUnavailableError(RuntimeError):
-    """Burrow or ZooKeeper is not installed (`make system-deps`)."""
+    """Burrow or ZooKeeper is not installed (`make bench-deps`)."""
 
 
 @dataclass
@@ -76,7 +76,7 @@ def check_installed() -> str:
     burrow = shutil.which("Burrow")
     if burrow is None or not ZOOKEEPER_JAR.is_file() or shutil.which("java") is None:
         raise BurrowUnavailableError(
-            "Burrow, ZooKeeper or Java missing: `make system-deps` (apt-get install burrow "
+            "Burrow, ZooKeeper or Java missing: `make bench-deps` (apt-get install burrow "
             "zookeeper)"
         )
     return burrow
