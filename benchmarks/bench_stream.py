@@ -42,7 +42,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from benchmarks.proctree import Sampler
-from benchmarks.race import race_case
+from benchmarks.race import race_case, simulate_replay
 from services.codec import encode_key, encode_value, partition_for
 
 GROUPS = 2_000
@@ -446,7 +446,7 @@ def backfill_case(root: Path, minutes: int) -> None:
     ONE batch. Such a batch holds many commits of each partition around the group
     records, so the job runs its second Spark job for them (`spark_jobs/evidence.py`);
     its line in the log gives its share."""
-    from services.simulator import Params, ReplayDirectory, build, simulate
+    from services.simulator import Params, build
 
     capture = root / "backfill"
     duration = minutes * 60_000
@@ -455,13 +455,7 @@ def backfill_case(root: Path, minutes: int) -> None:
     )
     crashes = str(duration // 30_000)
     specs += build(["crash-loop"], Params({"crashes": crashes}), 100)[0]
-    started = time.perf_counter()
-    summary = simulate(specs, ReplayDirectory(capture, rows_per_file=1_000_000), capture, duration)
-    print(
-        f"simulated {summary['records']:,} records ({minutes} min, {len(specs):,} groups) in "
-        f"{time.perf_counter() - started:.0f}s",
-        flush=True,
-    )
+    summary = simulate_replay(specs, capture, duration)
     run = run_stream(replay(capture), root / "w6", ["--max-files-per-trigger", "1000"])
     [seconds] = batch_seconds(run.log)
     around = [line for line in run.log.splitlines() if "commits around the group records" in line]

@@ -38,7 +38,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -46,6 +46,7 @@ import pyarrow.parquet as pq
 from benchmarks.burrow import BurrowRun, BurrowUnavailableError, run_burrow
 
 if TYPE_CHECKING:
+    from services.simulator import GroupSpec
     from tests.fixtures.real_kafka import RealKafka
 
 GROUPS = 2_000
@@ -86,14 +87,11 @@ class Result:
         return self.records / self.processing if self.processing else 0.0
 
 
-def simulate_records(root: Path, total: int) -> Records:
-    """About `total` records of the simulated mix, in `root/records`, with the truth."""
-    from services.simulator import Params, ReplayDirectory, build, simulate
+def simulate_replay(specs: list[GroupSpec], root: Path, duration: int) -> dict[str, Any]:
+    """`specs` simulated for `duration` ms into a replay directory (files of 1M records)
+    with its ground truth, timed; returns the simulator's summary."""
+    from services.simulator import ReplayDirectory, simulate
 
-    rate = GROUPS * PARTITIONS / COMMIT_INTERVAL_S  # commits/s so that each has 12
-    params = Params({"commits_per_second": str(rate), "churn": "0.05"})
-    specs, _ = build(["many-groups"], params, GROUPS)
-    duration = int(total / rate * 1000)
     started = time.perf_counter()
     summary = simulate(specs, ReplayDirectory(root, rows_per_file=1_000_000), root, duration)
     print(
@@ -101,6 +99,17 @@ def simulate_records(root: Path, total: int) -> Records:
         f"{len(specs):,} groups) in {time.perf_counter() - started:.0f}s",
         flush=True,
     )
+    return summary
+
+
+def simulate_records(root: Path, total: int) -> Records:
+    """About `total` records of the simulated mix, in `root/records`, with the truth."""
+    from services.simulator import Params, build
+
+    rate = GROUPS * PARTITIONS / COMMIT_INTERVAL_S  # commits/s so that each has 12
+    params = Params({"commits_per_second": str(rate), "churn": "0.05"})
+    specs, _ = build(["many-groups"], params, GROUPS)
+    summary = simulate_replay(specs, root, int(total / rate * 1000))
     expected: dict[str, dict[tuple[str, int], int]] = {}
     topics: dict[str, int] = {}
     oldest = None
