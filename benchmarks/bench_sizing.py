@@ -58,10 +58,15 @@ def history_bytes(engine: Engine) -> int:
     """The offset history's tables with their indexes and TOAST, after VACUUM."""
     with engine.connect() as conn:
         conn.execution_options(isolation_level="AUTOCOMMIT").execute(text("VACUUM"))
+        # A partitioned table has no storage of its own: its partitions' (migration 0009).
         return sum(
             int(
                 conn.execute(
-                    text("SELECT pg_total_relation_size(CAST(:t AS regclass))"), {"t": t}
+                    text(
+                        "SELECT sum(pg_total_relation_size(relid)) "
+                        "FROM pg_partition_tree(CAST(:t AS regclass))"
+                    ),
+                    {"t": t},
                 ).scalar_one()
             )
             for t in HISTORY_TABLES

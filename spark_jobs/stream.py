@@ -157,7 +157,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="delete the history older than this, e.g. 90d or 12h (at least 1h), at most "
         "once an hour between batches, as 'groupscope db prune --older-than' does; each "
         "group's latest generation and the committed offsets always stay. Default: off, "
-        "every row is kept for good (docs/operations.md, \"Retention\")",
+        'every row is kept for good (docs/operations.md, "Retention")',
     )
     parser.add_argument(
         "--offsets-partitions",

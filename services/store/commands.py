@@ -279,5 +279,8 @@ class _Progress:
 
         if self.clock() - self.shown >= self.EVERY_S:
             self.shown = self.clock()
-            print(f"pruning {table}: {rows:,} rows so far, {fraction:.0%} of its blocks read",
-                  file=sys.stderr, flush=True)
+            print(
+                f"pruning {table}: {rows:,} rows so far, {fraction:.0%} of its blocks read",
+                file=sys.stderr,
+                flush=True,
+            )

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
@@ -78,6 +78,8 @@ ROW_TABLES: tuple[tuple[str, str], ...] = (
     ("record_repairs", "s.stored_at < :cutoff"),
 )
 HISTORY_ROWS = "s.minute < :cutoff"
+# A range of a table's blocks: PostgreSQL 14+ reads just those (a TID range scan).
+IN_BLOCKS = "ctid >= CAST(:first AS tid) AND ctid < CAST(:last AS tid)"
 TABLES = (
     "offset_history",
     "generations",
@@ -222,9 +224,7 @@ class _Pruning:
     def _delete_rows(self, table: str, counted_as: str, condition: str) -> bool:
         """Delete `table`'s rows `s` that meet `condition`, a block range at a time;
         False when out of time."""
-        statement = text(
-            f"DELETE FROM {table} s WHERE ctid >= CAST(:first AS tid) AND ctid < CAST(:last AS tid) AND {condition}"
-        )
+        statement = text(f"DELETE FROM {table} s WHERE {IN_BLOCKS} AND {condition}")
         for first, last, fraction in self._block_ranges(table, BLOCKS):
             if self._out_of_time():
                 return False
@@ -235,10 +235,7 @@ class _Pruning:
         return True
 
     def _delete_generations(self) -> bool:
-        doomed = text(
-            f"SELECT id FROM generations s WHERE ctid >= CAST(:first AS tid) AND ctid < CAST(:last AS tid) "
-            f"AND {_doomed('s')}"
-        )
+        doomed = text(f"SELECT id FROM generations s WHERE {IN_BLOCKS} AND {_doomed('s')}")
         rows = self.report.rows
         for first, last, fraction in self._block_ranges("generations", GENERATION_BLOCKS):
             if self._out_of_time():
@@ -248,7 +245,9 @@ class _Pruning:
                 params = {"ids": list(ids.scalars())}
                 if params["ids"]:
                     rows["generation_members"] += _deleted(
-                        conn, "DELETE FROM generation_members WHERE generation_pk = ANY(:ids)", params
+                        conn,
+                        "DELETE FROM generation_members WHERE generation_pk = ANY(:ids)",
+                        params,
                     )
                     rows["rebalances"] += _deleted(
                         conn, "DELETE FROM rebalances WHERE to_generation_pk = ANY(:ids)", params
@@ -273,7 +272,7 @@ class _Pruning:
         ]
 
 
-def _deleted(conn: Connection, sql: str, params: dict[str, object]) -> int:
+def _deleted(conn: Connection, sql: str, params: Mapping[str, object]) -> int:
     return int(conn.execute(text(sql), params).rowcount)
 
 
@@ -283,9 +282,7 @@ def _count(engine: Engine, report: PruneReport) -> None:
     with engine.connect() as conn:
         days = partitions.day_partitions(conn)
         report.partitions = [p for p in days if p.end <= report.cutoff]
-        kept = [partitions.DEFAULT] + [
-            p.name for p in days if p.start < report.cutoff < p.end
-        ]
+        kept = [partitions.DEFAULT] + [p.name for p in days if p.start < report.cutoff < p.end]
         report.rows["offset_history"] = sum(
             _scalar(conn, f"SELECT count(*) FROM {leaf} s WHERE {HISTORY_ROWS}", params)
             for leaf in kept
@@ -293,7 +290,9 @@ def _count(engine: Engine, report: PruneReport) -> None:
         doomed = f"SELECT id FROM generations s WHERE {_doomed('s')}"
         report.rows["generations"] = _scalar(conn, f"SELECT count(*) FROM ({doomed}) d", params)
         report.rows["generation_members"] = _scalar(
-            conn, f"SELECT count(*) FROM generation_members WHERE generation_pk IN ({doomed})", params
+            conn,
+            f"SELECT count(*) FROM generation_members WHERE generation_pk IN ({doomed})",
+            params,
         )
         report.rows["rebalances"] = _scalar(
             conn, f"SELECT count(*) FROM rebalances WHERE to_generation_pk IN ({doomed})", params
@@ -304,7 +303,7 @@ def _count(engine: Engine, report: PruneReport) -> None:
             )
 
 
-def _scalar(conn: Connection, sql: str, params: dict[str, object]) -> int:
+def _scalar(conn: Connection, sql: str, params: Mapping[str, object]) -> int:
     return int(conn.execute(text(sql), params).scalar_one())
 
 
@@ -397,7 +396,5 @@ def retention_seconds(flag: str, value: str) -> float:
 
     seconds = seconds_flag(flag, value)
     if seconds < MIN_RETENTION_S:
-        raise UsageError(
-            f"{flag} must be at least 1h (longer than a storm window), got {value!r}"
-        )
+        raise UsageError(f"{flag} must be at least 1h (longer than a storm window), got {value!r}")
     return seconds

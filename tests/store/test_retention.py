@@ -45,8 +45,11 @@ def commit(source_offset: int, time: datetime, group: str = "billing") -> Offset
 GENERATIONS = [
     generation(1, 100, [member("a-1", {"orders": [0, 1]})], time=t(27, 10, 2)),
     generation(
-        2, 101, [member("a-1", {"orders": [0]}), member("b-1", {"orders": [1]})],
-        time=t(28, 10, 2), churn=churn(1, 100, moved=1),
+        2,
+        101,
+        [member("a-1", {"orders": [0]}), member("b-1", {"orders": [1]})],
+        time=t(28, 10, 2),
+        churn=churn(1, 100, moved=1),
     ),
     generation(3, 102, [member("b-1", {"orders": [0, 1]})], time=t(1, 3), churn=churn(2, 101)),
     generation(4, 103, [member("c-1", {"orders": [0, 1]})], time=t(1, 9), churn=churn(3, 102)),
@@ -55,7 +58,10 @@ GENERATIONS = [
     generation(2, 301, [member("s-1", {"t": [0]})], group="skewed", time=t(27, 10, 2)),
     *(
         generation(
-            n, 400 + n, [member(f"m-{n}", {"t": [0]})], group="storming",
+            n,
+            400 + n,
+            [member(f"m-{n}", {"t": [0]})],
+            group="storming",
             time=NOW - timedelta(minutes=10 - n),
             churn=None if n == 1 else churn(n - 1, 399 + n, moved=1, from_survivors=1),
         )
@@ -112,12 +118,17 @@ def seed(engine: Engine) -> None:
             offsets=[commit(500 + i, minute) for i, minute in enumerate(HISTORY)],
             decode_failures=FAILURES,
             replacements=REPLACEMENTS,
-            repairs=[Repair(35, 910, "metadata", "nul", original=b"a\0"), Repair(35, 911, "x", "y")],
+            repairs=[
+                Repair(35, 910, "metadata", "nul", original=b"a\0"),
+                Repair(35, 911, "x", "y"),
+            ],
         )
     )
     with engine.begin() as conn:
-        conn.execute(text("UPDATE record_repairs SET stored_at = :old WHERE source_offset = 910"),
-                     {"old": t(27, 0, 2)})
+        conn.execute(
+            text("UPDATE record_repairs SET stored_at = :old WHERE source_offset = 910"),
+            {"old": t(27, 0, 2)},
+        )
         conn.execute(
             text(
                 "INSERT INTO offset_history_batches VALUES ('billing', 1, 1, :old, '{}', '{}',"
@@ -164,8 +175,17 @@ def run(postgres_server, migrated_template: str) -> Iterator[Run]:
                 {"from": NOW - timedelta(minutes=10), "to": NOW},
             ).all()
         yield Run(
-            before, dry, after_dry, pruned, after, again, contents(engine), snapshot_before,
-            latest_generations(engine), names, [tuple(s) for s in storms],
+            before,
+            dry,
+            after_dry,
+            pruned,
+            after,
+            again,
+            contents(engine),
+            snapshot_before,
+            latest_generations(engine),
+            names,
+            [tuple(s) for s in storms],
         )
     finally:
         engine.dispose()
@@ -243,7 +263,9 @@ def test_the_periodic_pruner_creates_days_prunes_and_waits_an_interval(
     assert days == [date(2026, 3, 1), date(2026, 3, 2), date(2026, 3, 3)]
     lines = [r.getMessage() for r in caplog.records]
     assert any("offset history: created partitions offset_history_p20260303" in m for m in lines)
-    assert any(m.startswith("retention: history before 2026-03-01T06:00:00Z: deleted") for m in lines)
+    assert any(
+        m.startswith("retention: history before 2026-03-01T06:00:00Z: deleted") for m in lines
+    )
 
 
 def test_the_periodic_pruner_outlives_a_database_outage(
@@ -290,7 +312,9 @@ def test_db_prune_prints_the_report_as_json(
         engine.dispose()
     # Against the real clock everything seeded is old: billing keeps its latest
     # generation, storming its last, skewed both (its latest by position is older).
-    assert main(["db", "prune", "--older-than", "1d", "--json", "--database-url", database_url]) == 0
+    assert (
+        main(["db", "prune", "--older-than", "1d", "--json", "--database-url", database_url]) == 0
+    )
     report = json.loads(capsys.readouterr().out)
     assert report["complete"] and not report["dry_run"]
     assert report["rows"]["generations"] == 8
