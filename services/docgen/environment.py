@@ -151,6 +151,20 @@ VARIABLES: tuple[Variable, ...] = (
         development=True,
     ),
     Variable(
+        "GROUPSCOPE_BENCH_PRUNE_GROUPS",
+        "100",
+        "`python -m benchmarks prune`: groups (of 10 partitions) in the offset history "
+        "and generations pruned.",
+        development=True,
+    ),
+    Variable(
+        "GROUPSCOPE_BENCH_PRUNE_DAYS",
+        "8",
+        "`python -m benchmarks prune`: full days of history before today; a prune with a "
+        "retention of one day drops all but the last whole.",
+        development=True,
+    ),
+    Variable(
         "GROUPSCOPE_BENCH_CASES",
         "commits,rebalances,restart,broker",
         "`python -m benchmarks stream`: the cases to run (`sources` too: both Kafka "
