@@ -134,6 +134,8 @@ def main() -> None:
             upgrade(url)
             print(f"migration 0009: {time.perf_counter() - started:.1f}s")
             ensure_days(engine, [today.date()])
+            with engine.connect() as conn:  # the row estimates, as autovacuum would
+                conn.execution_options(isolation_level="AUTOCOMMIT").execute(text("ANALYZE"))
             with engine.connect() as conn:
                 size = conn.execute(
                     text(

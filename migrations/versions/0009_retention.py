@@ -11,13 +11,19 @@
   ahead); rows outside that range (commit timestamps far in the past or the future) go
   to the default partition. The views that read it (`offset_history_entries`,
   `generation_offset_progress`, `group_timeline`) are recreated as they were.
+- `pruned_rebalances` and `pruned_decode_failures`: what retention deleted, still
+  counted (per group and primary cause: rebalances, disruptive ones, partition moves;
+  per failure category: failures), so that the exporter's counters built from those
+  rows (`groupscope_group_rebalances_total`, `..._partition_moves_total`,
+  `groupscope_decode_failures_total`) never go down when rows are pruned.
 - `decode_failures.stored_at` and `record_repairs.stored_at`: when the row was stored.
   A repair has no time of its own, and a decode failure's record may have none; rows
   stored before this revision get the time of the upgrade, so that retention counts
   their age from it (kept longer, never pruned early).
 
 Downgrade moves the rows back into one plain table (every partition's, the default's
-included) and drops the two columns.
+included) and drops the two columns and the two tables (the pruned counts go: the
+exporter's counters then drop by what was pruned, as a counter reset).
 
 Revision ID: 0009
 Revises: 0008
@@ -61,6 +67,7 @@ WHERE minute >= date_trunc('day', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'
 ORDER BY day
 """
 TABLES = ("decode_failures", "record_repairs")
+COUNTS = ("rebalances", "disruptive", "partitions_moved", "baseline_moves", "minimum_moves")
 
 
 def _views() -> tuple[str, str, str]:
@@ -104,9 +111,24 @@ def upgrade() -> None:
             table,
             sa.Column("stored_at", Timestamp, server_default=sa.text("now()"), nullable=False),
         )
+    op.create_table(
+        "pruned_rebalances",
+        sa.Column("group_name", sa.Text(), nullable=False),
+        sa.Column("cause", sa.Text(), nullable=False),
+        *(sa.Column(name, sa.BigInteger(), nullable=False) for name in COUNTS),
+        sa.PrimaryKeyConstraint("group_name", "cause", name=op.f("pk_pruned_rebalances")),
+    )
+    op.create_table(
+        "pruned_decode_failures",
+        sa.Column("category", sa.Text(), nullable=False),
+        sa.Column("failures", sa.BigInteger(), nullable=False),
+        sa.PrimaryKeyConstraint("category", name=op.f("pk_pruned_decode_failures")),
+    )
 
 
 def downgrade() -> None:
+    op.drop_table("pruned_decode_failures")
+    op.drop_table("pruned_rebalances")
     for table in TABLES:
         op.drop_column(table, "stored_at")
     _drop_views()

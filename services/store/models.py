@@ -384,3 +384,29 @@ class RecordRepair(Base):
     # When the row was stored (migration 0009): retention's time for a repair, which has
     # none of its own; the upgrade's time for rows stored before it.
     stored_at: Mapped[datetime] = mapped_column(Timestamp, server_default=func.now())
+
+
+class PrunedRebalances(Base):
+    """The rebalances retention deleted, still counted per group and primary cause
+    (`services.store.batch.primary_cause`; migration 0009): the exporter adds them to
+    the rows that remain, so that its rebalance and move counters never go down."""
+
+    __tablename__ = "pruned_rebalances"
+
+    group_name: Mapped[str] = mapped_column(Text, primary_key=True)
+    cause: Mapped[str] = mapped_column(Text, primary_key=True)
+    rebalances: Mapped[int] = mapped_column(BigInteger)
+    disruptive: Mapped[int] = mapped_column(BigInteger)
+    partitions_moved: Mapped[int] = mapped_column(BigInteger)
+    baseline_moves: Mapped[int] = mapped_column(BigInteger)
+    minimum_moves: Mapped[int] = mapped_column(BigInteger)
+
+
+class PrunedDecodeFailures(Base):
+    """The decode failures retention deleted, still counted per category (migration
+    0009), for the exporter's `groupscope_decode_failures_total`."""
+
+    __tablename__ = "pruned_decode_failures"
+
+    category: Mapped[str] = mapped_column(Text, primary_key=True)
+    failures: Mapped[int] = mapped_column(BigInteger)

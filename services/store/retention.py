@@ -37,6 +37,7 @@ from sqlalchemy import Connection, Engine, text
 from sqlalchemy.exc import DBAPIError
 
 from services.store import partitions
+from services.store.batch import primary_cause_sql
 from services.store.errors import StoreError, first_line
 
 # The shortest retention: longer than the storm window (the exporter's default 10m), so
@@ -65,17 +66,44 @@ def _doomed(g: str) -> str:
         AND (n.source_partition, n.source_offset) > ({g}.source_partition, {g}.source_offset)))"""
 
 
-# Table, and the condition on its row `s` that prunes it (after the generations).
-ROW_TABLES: tuple[tuple[str, str], ...] = (
+# The rebalances about to go, added to what the exporter counts on
+# (`pruned_rebalances`), in the transaction that deletes them: its counters never drop.
+FOLD_REBALANCES = f"""
+INSERT INTO pruned_rebalances AS p (group_name, cause, rebalances, disruptive,
+    partitions_moved, baseline_moves, minimum_moves)
+SELECT r.group_name, {primary_cause_sql("r")}, count(*), count(*) FILTER (WHERE r.disruptive),
+    coalesce(sum(r.partitions_moved), 0), coalesce(sum(r.baseline_moves), 0),
+    coalesce(sum(r.minimum_moves), 0)
+FROM rebalances r
+WHERE r.to_generation_pk = ANY(:ids)
+GROUP BY 1, 2
+ON CONFLICT (group_name, cause) DO UPDATE SET
+    rebalances = p.rebalances + excluded.rebalances,
+    disruptive = p.disruptive + excluded.disruptive,
+    partitions_moved = p.partitions_moved + excluded.partitions_moved,
+    baseline_moves = p.baseline_moves + excluded.baseline_moves,
+    minimum_moves = p.minimum_moves + excluded.minimum_moves
+"""
+# The same for the decode failures deleted (`gone`), per category.
+FOLD_FAILURES = """
+INSERT INTO pruned_decode_failures AS p (category, failures)
+SELECT coalesce(category, reason), count(*) FROM gone GROUP BY 1
+ON CONFLICT (category) DO UPDATE SET failures = p.failures + excluded.failures
+"""
+
+# Table, the condition on its row `s` that prunes it (after the generations), and a
+# statement that counts on what went (`gone`), if any.
+ROW_TABLES: tuple[tuple[str, str, str | None], ...] = (
     (
         "static_replacements",
         "s.time < :cutoff AND NOT EXISTS (SELECT 1 FROM generations g "
         "WHERE g.group_name = s.group_name AND g.generation = s.generation "
         f"AND NOT {_doomed('g')})",
+        None,
     ),
-    ("offset_history_batches", "s.batch_time < :cutoff"),
-    ("decode_failures", "coalesce(s.source_timestamp, s.stored_at) < :cutoff"),
-    ("record_repairs", "s.stored_at < :cutoff"),
+    ("offset_history_batches", "s.batch_time < :cutoff", None),
+    ("decode_failures", "coalesce(s.source_timestamp, s.stored_at) < :cutoff", FOLD_FAILURES),
+    ("record_repairs", "s.stored_at < :cutoff", None),
 )
 HISTORY_ROWS = "s.minute < :cutoff"
 # A range of a table's blocks: PostgreSQL 14+ reads just those (a TID range scan).
@@ -85,7 +113,7 @@ TABLES = (
     "generations",
     "generation_members",
     "rebalances",
-    *(name for name, _ in ROW_TABLES),
+    *(name for name, _, _ in ROW_TABLES),
 )
 
 Progress = Callable[[str, int, float], None]  # table, rows so far, fraction of its blocks
@@ -185,8 +213,8 @@ class _Pruning:
                 return
         if not self._delete_generations():
             return
-        for table, condition in ROW_TABLES:
-            if not self._delete_rows(table, table, condition):
+        for table, condition, fold in ROW_TABLES:
+            if not self._delete_rows(table, table, condition, fold):
                 return
 
     def _out_of_time(self) -> bool:
@@ -221,16 +249,25 @@ class _Pruning:
         cutoff = self.report.cutoff
         return [partitions.DEFAULT] + [p.name for p in days if p.start < cutoff < p.end]
 
-    def _delete_rows(self, table: str, counted_as: str, condition: str) -> bool:
-        """Delete `table`'s rows `s` that meet `condition`, a block range at a time;
-        False when out of time."""
-        statement = text(f"DELETE FROM {table} s WHERE {IN_BLOCKS} AND {condition}")
+    def _delete_rows(
+        self, table: str, counted_as: str, condition: str, fold: str | None = None
+    ) -> bool:
+        """Delete `table`'s rows `s` that meet `condition`, a block range at a time,
+        running `fold` on them; False when out of time."""
+        delete = f"DELETE FROM {table} s WHERE {IN_BLOCKS} AND {condition}"
+        statement = text(
+            delete
+            if fold is None
+            else f"WITH gone AS ({delete} RETURNING s.*), folded AS ({fold}) "
+            "SELECT count(*) FROM gone"
+        )
         for first, last, fraction in self._block_ranges(table, BLOCKS):
             if self._out_of_time():
                 return False
             with self.engine.begin() as conn:
-                deleted = conn.execute(statement, {**self.params, "first": first, "last": last})
-                self.report.rows[counted_as] += deleted.rowcount
+                result = conn.execute(statement, {**self.params, "first": first, "last": last})
+                deleted = result.rowcount if fold is None else result.scalar_one()
+                self.report.rows[counted_as] += int(deleted)
             self.progress(counted_as, self.report.rows[counted_as], fraction)
         return True
 
@@ -249,6 +286,7 @@ class _Pruning:
                         "DELETE FROM generation_members WHERE generation_pk = ANY(:ids)",
                         params,
                     )
+                    conn.execute(text(FOLD_REBALANCES), params)
                     rows["rebalances"] += _deleted(
                         conn, "DELETE FROM rebalances WHERE to_generation_pk = ANY(:ids)", params
                     )
@@ -297,7 +335,7 @@ def _count(engine: Engine, report: PruneReport) -> None:
         report.rows["rebalances"] = _scalar(
             conn, f"SELECT count(*) FROM rebalances WHERE to_generation_pk IN ({doomed})", params
         )
-        for table, condition in ROW_TABLES:
+        for table, condition, _ in ROW_TABLES:
             report.rows[table] = _scalar(
                 conn, f"SELECT count(*) FROM {table} s WHERE {condition}", params
             )

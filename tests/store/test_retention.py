@@ -17,6 +17,7 @@ import pytest
 from sqlalchemy import Engine, text
 
 from services.cli import main
+from services.exporter.snapshot import read_snapshot
 from services.store.batch import DecodeFailure, OffsetCommit, Repair, StaticReplacement
 from services.store.database import create_store_engine
 from services.store.partitions import DEFAULT, day_partitions, ensure_days
@@ -138,6 +139,13 @@ def seed(engine: Engine) -> None:
         )
 
 
+def exported(engine: Engine) -> tuple[object, ...]:
+    """What the exporter's counters are built from: rebalances, moves and causes per
+    group, decode failures per category."""
+    snapshot = read_snapshot(engine, 600, NOW)
+    return snapshot.rebalances, snapshot.rebalance_causes, snapshot.failures
+
+
 @dataclass
 class Run:
     before: dict[str, list[tuple[object, ...]]]
@@ -149,6 +157,8 @@ class Run:
     after_again: dict[str, list[tuple[object, ...]]]
     snapshot_before: dict[str, object]
     snapshot_after: dict[str, object]
+    exported_before: tuple[object, ...]
+    exported_after: tuple[object, ...]
     partitions_after: list[str]
     storms_after: list[tuple[object, ...]]
 
@@ -160,6 +170,7 @@ def run(postgres_server, migrated_template: str) -> Iterator[Run]:
     try:
         seed(engine)
         before, snapshot_before = contents(engine), latest_generations(engine)
+        exported_before = exported(engine)
         dry = prune(engine, CUTOFF, dry_run=True)
         after_dry = contents(engine)
         pruned = prune(engine, CUTOFF)
@@ -184,6 +195,8 @@ def run(postgres_server, migrated_template: str) -> Iterator[Run]:
             contents(engine),
             snapshot_before,
             latest_generations(engine),
+            exported_before,
+            exported(engine),
             names,
             [tuple(s) for s in storms],
         )
@@ -241,6 +254,11 @@ def test_what_is_current_stays(run: Run) -> None:
     assert run.storms_after == [("storming", 5)]
     for table in ("offsets", "progress", "groups"):
         assert run.after[table] == run.before[table]
+
+
+def test_the_exporters_counters_count_what_was_pruned(run: Run) -> None:
+    assert run.after["rebalances"] != run.before["rebalances"]
+    assert run.exported_after == run.exported_before
 
 
 def test_a_second_prune_deletes_nothing(run: Run) -> None:
