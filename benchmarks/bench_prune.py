@@ -29,6 +29,7 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import Engine, text
 
+from benchmarks.bench_sizing import table_bytes
 from benchmarks.bench_store import bench_database
 from services.store.batch import BatchWrite, OffsetCommit
 from services.store.database import create_store_engine
@@ -137,12 +138,7 @@ def main() -> None:
             with engine.connect() as conn:  # the row estimates, as autovacuum would
                 conn.execution_options(isolation_level="AUTOCOMMIT").execute(text("ANALYZE"))
             with engine.connect() as conn:
-                size = conn.execute(
-                    text(
-                        "SELECT sum(pg_total_relation_size(relid)) "
-                        "FROM pg_partition_tree('offset_history')"
-                    )
-                ).scalar_one()
+                size = table_bytes(conn, "offset_history")
             rows = groups * 1_440 * days_count
             print(
                 f"filled {days_count} days x {groups} groups x 10 partitions: {rows:,} offset "
