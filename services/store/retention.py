@@ -26,9 +26,10 @@ for the time its files take to unlink (`docs/performance.md`, "Retention").
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
@@ -120,6 +121,15 @@ Progress = Callable[[str, int, float], None]  # table, rows so far, fraction of 
 
 
 @dataclass
+class Cursor:
+    """Where a prune stopped when out of time: its step (the partitions, each table in
+    turn) and the block of that step's table it goes on from."""
+
+    step: int = 0
+    block: int = 0
+
+
+@dataclass
 class PruneReport:
     """What a prune deleted (or, dry, would delete)."""
 
@@ -152,6 +162,18 @@ class PruneReport:
             "seconds": round(self.seconds, 3),
         }
 
+    def merged(self, later: PruneReport) -> PruneReport:
+        """This turn's report and the `later` one's, as one (the later cutoff)."""
+        return PruneReport(
+            later.cutoff,
+            self.dry_run,
+            {table: n + later.rows[table] for table, n in self.rows.items()},
+            self.partitions + later.partitions,
+            later.complete,
+            later.busy,
+            self.seconds + later.seconds,
+        )
+
     def summary(self) -> str:
         """One line: what went (or would), for the job's log and the command's output."""
         verb = "would delete" if self.dry_run else "deleted"
@@ -178,17 +200,20 @@ def prune(
     dry_run: bool = False,
     progress: Progress | None = None,
     deadline: float | None = None,
+    cursor: Cursor | None = None,
 ) -> PruneReport:
     """Delete the history before `cutoff` (see the module's docstring); with `dry_run`,
     count it and change nothing. Stops between two transactions once `deadline`
-    (`time.monotonic()`) has passed, with `complete` false: running it again goes on.
-    Idempotent. Raises sqlalchemy's DBAPIError when the database fails."""
+    (`time.monotonic()`) has passed (after one transaction at least), with `complete`
+    false and `cursor` where it stopped: running it again with that cursor goes on
+    from there, without it starts over. Idempotent. Raises sqlalchemy's DBAPIError when
+    the database fails."""
     started = time.monotonic()
     report = PruneReport(cutoff, dry_run)
     if dry_run:
         _count(engine, report)
     else:
-        _Pruning(engine, report, progress, deadline).run()
+        _Pruning(engine, report, progress, deadline, cursor or Cursor()).run()
     report.seconds = time.monotonic() - started
     return report
 
@@ -200,35 +225,52 @@ class _Pruning:
         report: PruneReport,
         progress: Progress | None,
         deadline: float | None,
+        cursor: Cursor,
     ) -> None:
-        self.engine, self.report = engine, report
+        self.engine, self.report, self.cursor = engine, report, cursor
         self.params = {"cutoff": report.cutoff}
         self.progress = progress or (lambda table, rows, fraction: None)
         self.deadline = deadline
+        self.transactions = 0
 
     def run(self) -> None:
-        self._drop_partitions()
-        for leaf in self._history_leaves():
-            if not self._delete_rows(leaf, "offset_history", HISTORY_ROWS):
+        """Each step in turn from the cursor's, each a transaction at a time; returns
+        early (the cursor where it stopped) when out of time."""
+        steps: list[Callable[[], bool]] = [self._drop_partitions]
+        steps += [
+            functools.partial(self._delete_rows, leaf, "offset_history", HISTORY_ROWS)
+            for leaf in self._history_leaves()
+        ]
+        steps.append(self._delete_generations)
+        steps += [
+            functools.partial(self._delete_rows, table, table, condition, fold)
+            for table, condition, fold in ROW_TABLES
+        ]
+        while self.cursor.step < len(steps):
+            if not steps[self.cursor.step]():
                 return
-        if not self._delete_generations():
-            return
-        for table, condition, fold in ROW_TABLES:
-            if not self._delete_rows(table, table, condition, fold):
-                return
+            self.cursor.step, self.cursor.block = self.cursor.step + 1, 0
+        self.cursor.step = 0
+
+    def _done(self, table: str, fraction: float) -> None:
+        """After each transaction: counts it and reports progress."""
+        self.transactions += 1
+        self.progress(table, self.report.rows[table], fraction)
 
     def _out_of_time(self) -> bool:
-        if self.deadline is not None and time.monotonic() >= self.deadline:
+        """Past the deadline, after at least one transaction (so every turn gets on)."""
+        late = self.deadline is not None and time.monotonic() >= self.deadline
+        if late and self.transactions:
             self.report.complete = False
             return True
         return False
 
-    def _drop_partitions(self) -> None:
+    def _drop_partitions(self) -> bool:
         with self.engine.connect() as conn:
             old = [p for p in partitions.day_partitions(conn) if p.end <= self.report.cutoff]
         for partition in old:
             if self._out_of_time():
-                return
+                return False
             try:
                 with self.engine.begin() as conn:
                     partitions.drop_day(conn, partition)
@@ -239,7 +281,8 @@ class _Pruning:
                 self.report.complete = False
                 continue
             self.report.partitions.append(partition)
-            self.progress("offset_history", self.report.rows["offset_history"], 0.0)
+            self._done("offset_history", 0.0)
+        return True
 
     def _history_leaves(self) -> list[str]:
         """The default partition and the day partition that holds the cutoff (one
@@ -268,7 +311,7 @@ class _Pruning:
                 result = conn.execute(statement, {**self.params, "first": first, "last": last})
                 deleted = result.rowcount if fold is None else result.scalar_one()
                 self.report.rows[counted_as] += int(deleted)
-            self.progress(counted_as, self.report.rows[counted_as], fraction)
+            self._done(counted_as, fraction)
         return True
 
     def _delete_generations(self) -> bool:
@@ -293,21 +336,21 @@ class _Pruning:
                     rows["generations"] += _deleted(
                         conn, "DELETE FROM generations WHERE id = ANY(:ids)", params
                     )
-            self.progress("generations", rows["generations"], fraction)
+            self._done("generations", fraction)
         return True
 
-    def _block_ranges(self, table: str, step: int) -> list[tuple[str, str, float]]:
+    def _block_ranges(self, table: str, step: int) -> Iterator[tuple[str, str, float]]:
         """(first ctid, end ctid, fraction done) for each `step` blocks of `table` as
-        large as it is now (rows added later are new, not old)."""
+        large as it is now (rows added later are new, not old), from the cursor's block;
+        the cursor moves on as each range is done."""
         with self.engine.connect() as conn:
             blocks = conn.execute(
                 text("SELECT pg_relation_size(:t) / current_setting('block_size')::bigint"),
                 {"t": table},
             ).scalar_one()
-        return [
-            (f"({start},0)", f"({start + step},0)", min(1.0, (start + step) / blocks))
-            for start in range(0, int(blocks), step)
-        ]
+        for start in range(self.cursor.block, int(blocks), step):
+            yield f"({start},0)", f"({start + step},0)", min(1.0, (start + step) / blocks)
+            self.cursor.block = start + step
 
 
 def _deleted(conn: Connection, sql: str, params: Mapping[str, object]) -> int:
@@ -374,6 +417,8 @@ class Maintenance:
         self.interval_s, self.retry_s, self.budget_s = interval_s, retry_s, budget_s
         self.next_turn = 0.0  # time.monotonic(): the first turn is the first call
         self.failures = 0
+        self.pending: PruneReport | None = None  # a prune's turns so far, not yet logged
+        self.cursor = Cursor()  # where the pending prune goes on
 
     def prepare(self, now: datetime | None = None) -> None:
         """Create the days' partitions before the first batch, so that its rows need not
@@ -402,7 +447,7 @@ class Maintenance:
             if self.retention_s is not None:
                 cutoff = now - timedelta(seconds=self.retention_s)
                 deadline = None if final else clock + self.budget_s
-                report = prune(self.engine, cutoff, deadline=deadline)
+                report = prune(self.engine, cutoff, deadline=deadline, cursor=self.cursor)
         except (DBAPIError, StoreError) as exc:
             self.failures += 1
             self.next_turn = time.monotonic() + self.retry_s
@@ -413,17 +458,21 @@ class Maintenance:
             )
             return None
         self.failures = 0
-        if report is not None and (report.complete is False or _any(report)):
-            self.log.info("retention: %s", report.summary())
         done = report is None or report.complete
         self.next_turn = time.monotonic() + (self.interval_s if done else 0.0)
-        if report is not None and report.busy:  # a lock: wait before asking again
-            self.next_turn = time.monotonic() + self.retry_s
+        if report is not None:
+            # A prune that takes several turns is logged once, when it ends or waits.
+            pending = self.pending.merged(report) if self.pending else report
+            self.pending = None if report.complete or report.busy else pending
+            if self.pending is None:
+                self.cursor = Cursor()
+            if report.busy:  # a lock: wait before asking again
+                self.next_turn = time.monotonic() + self.retry_s
+            if self.pending is None and (
+                report.busy or pending.partitions or any(pending.rows.values())
+            ):
+                self.log.info("retention: %s", pending.summary())
         return report
-
-
-def _any(report: PruneReport) -> bool:
-    return bool(report.partitions) or any(report.rows.values())
 
 
 def retention_seconds(flag: str, value: str) -> float:

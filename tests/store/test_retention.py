@@ -87,6 +87,16 @@ REPLACEMENTS = [  # of billing's generation 1 (pruned) and 3 (kept, though befor
     StaticReplacement("billing", 1, t(27, 11, 2), 35, 150, "app", "x-1", "x-2"),
     StaticReplacement("billing", 3, t(1, 4), 35, 151, "app", "y-1", "y-2"),
 ]
+PRUNED_ROWS = {
+    "offset_history": 2,  # row by row: 03-01 05:00 and 2025's (default partition)
+    "generations": 2,  # billing 1 and 2; idle has no older one, storming none
+    "generation_members": 3,
+    "rebalances": 1,  # billing 1 -> 2 (generation 1 had none)
+    "static_replacements": 1,
+    "offset_history_batches": 1,
+    "decode_failures": 1,
+    "record_repairs": 1,
+}
 QUERIES = {
     "generations": "SELECT group_name, generation FROM generations",
     "members": "SELECT g.group_name, g.generation, m.member_id FROM generation_members m "
@@ -213,16 +223,7 @@ def test_a_dry_run_counts_what_the_prune_then_deletes_and_changes_nothing(run: R
 
 
 def test_the_prune_removes_the_old_rows_of_every_table(run: Run) -> None:
-    assert run.pruned.rows == {
-        "offset_history": 2,  # row by row: 03-01 05:00 and 2025's (default partition)
-        "generations": 2,  # billing 1 and 2; idle has no older one, storming none
-        "generation_members": 3,
-        "rebalances": 1,  # billing 1 -> 2 (generation 1 had none)
-        "static_replacements": 1,
-        "offset_history_batches": 1,
-        "decode_failures": 1,
-        "record_repairs": 1,
-    }
+    assert run.pruned.rows == PRUNED_ROWS
     gone = set(run.before["history"]) - set(run.after["history"])
     assert gone == {("billing", minute) for minute, kept in HISTORY.items() if not kept}
     assert ("billing", 1) not in run.after["generations"]
@@ -284,6 +285,25 @@ def test_the_periodic_pruner_creates_days_prunes_and_waits_an_interval(
     assert any(
         m.startswith("retention: history before 2026-03-01T06:00:00Z: deleted") for m in lines
     )
+
+
+def test_a_prune_in_turns_of_one_transaction_ends_as_one_and_is_logged_once(
+    store_engine: Engine, caplog: pytest.LogCaptureFixture
+) -> None:
+    seed(store_engine)
+    log = logging.getLogger("groupscope.test")
+    maintenance = Maintenance(store_engine, 3600, log, budget_s=0)
+    turns = []
+    with caplog.at_level(logging.INFO, "groupscope.test"):
+        while not turns or not turns[-1].complete:
+            report = maintenance.tick(NOW)
+            assert report is not None and len(turns) < 50
+            turns.append(report)
+    assert len(turns) > 5  # each turn ran one transaction and yielded
+    assert {table: sum(t.rows[table] for t in turns) for table in PRUNED_ROWS} == PRUNED_ROWS
+    pruned = [r.getMessage() for r in caplog.records if r.getMessage().startswith("retention:")]
+    assert len(pruned) == 1 and "2 generations rows" in pruned[0]
+    assert "2 offset_history day partition(s)" in pruned[0]
 
 
 def test_the_periodic_pruner_outlives_a_database_outage(
