@@ -288,3 +288,26 @@ def test_the_job_can_be_pointed_at_a_spark_master_with_one_variable():
     job = load()["services"]["job"]
     assert job["environment"]["GROUPSCOPE_SPARK_MASTER"] == "${GROUPSCOPE_SPARK_MASTER:-local[*]}"
     assert interpolate(job["environment"])["GROUPSCOPE_SPARK_MASTER"] == "local[*]"
+
+
+def test_group_filters_pass_through_and_default_to_every_group(services, monkeypatch):
+    """The job and the exporter take their group filters from the host's variables of the
+    same names (empty: every group), and the exporter's command reads them."""
+    from services.groupfilter import group_filter
+
+    variables = {
+        "job": ("GROUPSCOPE_STREAM_GROUPS_INCLUDE", "GROUPSCOPE_STREAM_GROUPS_EXCLUDE"),
+        "exporter": ("GROUPSCOPE_EXPORTER_GROUPS_INCLUDE", "GROUPSCOPE_EXPORTER_GROUPS_EXCLUDE"),
+    }
+    for name, pair in variables.items():
+        env = services[name]["environment"]
+        for variable in pair:
+            assert env[variable] == f"${{{variable}:-}}", name
+            assert interpolate(env)[variable] == ""
+    for variable, value in interpolate(services["exporter"]["environment"]).items():
+        monkeypatch.setenv(variable, value)
+    exporter = command(services["exporter"])
+    assert not group_filter(build_parser().parse_args(exporter)).active
+    monkeypatch.setenv("GROUPSCOPE_EXPORTER_GROUPS_INCLUDE", "^payments-")
+    kept = group_filter(build_parser().parse_args(exporter))
+    assert kept.keeps("payments-eu") and not kept.keeps("billing")
