@@ -1,7 +1,8 @@
 """What a prune costs: `groupscope db prune` on days of history, while a job writes.
 
-Fills the embedded PostgreSQL (at migration 0008) with `DAYS` full UTC days before today
-of offset history, `GROUPS` groups x 10 partitions, one row per group and minute (what
+Fills the embedded PostgreSQL (at migration 0008) with full UTC days before today of
+offset history (`GROUPSCOPE_BENCH_PRUNE_DAYS`), groups x 10 partitions
+(`GROUPSCOPE_BENCH_PRUNE_GROUPS`), one row per group and minute (what
 a group committing at least once a minute leaves: 1,440 rows a day, each with its 10
 partitions' entries), written with SQL for speed, plus 24 generations of 20 members a
 group and day, and times the upgrade to head (migration 0009 moves every row of the
@@ -31,6 +32,7 @@ from sqlalchemy import Engine, text
 
 from benchmarks.bench_sizing import table_bytes
 from benchmarks.bench_store import bench_database
+from benchmarks.settings import settings
 from services.store.batch import BatchWrite, OffsetCommit
 from services.store.database import create_store_engine
 from services.store.migrate import upgrade
@@ -38,8 +40,6 @@ from services.store.partitions import ensure_days
 from services.store.repository import HistoryStore
 from services.store.retention import prune
 
-GROUPS = 100
-DAYS = 8
 GENERATIONS_A_DAY = 24
 MEMBERS = 20
 
@@ -117,8 +117,7 @@ class Writer(threading.Thread):
 
 
 def main() -> None:
-    groups = int(os.environ.get("GROUPSCOPE_BENCH_PRUNE_GROUPS", GROUPS))
-    days_count = int(os.environ.get("GROUPSCOPE_BENCH_PRUNE_DAYS", DAYS))
+    groups, days_count = settings().prune_groups, settings().prune_days
     now = datetime.now(UTC)
     today = now.replace(hour=0, minute=0, second=0, microsecond=0)
     days = [today - timedelta(days=d) for d in range(days_count, 0, -1)]

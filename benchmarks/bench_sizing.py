@@ -33,6 +33,7 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy import Connection, Engine, text
 
 from benchmarks.bench_store import bench_database
+from benchmarks.settings import settings
 from services.store.batch import BatchWrite, Churn, Generation, Member, OffsetCommit
 from services.store.database import create_store_engine
 from services.store.migrate import upgrade
@@ -151,7 +152,7 @@ def generations_batch(batch: int, first: int, count: int) -> BatchWrite:
 
 
 def main() -> None:
-    scale = float(os.environ.get("GROUPSCOPE_BENCH_SIZING_SCALE", "1"))
+    scale = settings().sizing_scale
     groups = max(1, int(GROUPS * scale))
     generations = max(2, int(GENERATIONS * scale))
     entries = groups * PARTITIONS * MINUTES  # stored: a partition's minute each

@@ -212,6 +212,19 @@ VARIABLES: tuple[Variable, ...] = (
         development=True,
     ),
     Variable(
+        "GROUPSCOPE_BENCH_ASSIGNOR",
+        "range,roundrobin,sticky,cooperative-sticky,uniform,server-range",
+        "`python -m benchmarks assignor`: the assignors to measure (the small table and "
+        "the cases at scale).",
+        development=True,
+    ),
+    Variable(
+        "GROUPSCOPE_BENCH_ASSIGNOR_SHAPE",
+        "500x2000",
+        "`python -m benchmarks assignor`: topics x partitions of the cases at scale.",
+        development=True,
+    ),
+    Variable(
         "GROUPSCOPE_BENCH_GROUPS",
         "10000",
         "`python -m benchmarks exporter`: consumer groups in the store.",
