@@ -11,6 +11,7 @@ import sys
 import time
 
 import benchmarks
+from benchmarks.settings import BenchSettingsError, settings
 
 
 def main(argv: list[str]) -> int:
@@ -21,6 +22,11 @@ def main(argv: list[str]) -> int:
     unknown = sorted(set(wanted) - set(names))
     if unknown:
         print(f"unknown benchmark(s): {', '.join(unknown)}; have: {', '.join(names)}")
+        return 2
+    try:
+        settings()
+    except BenchSettingsError as exc:
+        print(exc, file=sys.stderr)
         return 2
     for name in wanted or names:
         print(f"== {name}", flush=True)

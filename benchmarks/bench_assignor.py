@@ -11,9 +11,10 @@ is balanced.
 Every timed call starts after ``gc.collect()``: otherwise a call pays, at random, for the
 full collection that the million tuples built by the previous call set off.
 
-To iterate on one assignor: ``BENCH_ASSIGNOR=sticky,cooperative-sticky`` runs only those
-(the small table and the cases at scale), and ``BENCH_ASSIGNOR_SHAPE=100x10000`` sets the
-topics x partitions of the cases at scale.
+To iterate on one assignor: ``GROUPSCOPE_BENCH_ASSIGNOR=sticky,cooperative-sticky`` runs
+only those (the small table and the cases at scale), and
+``GROUPSCOPE_BENCH_ASSIGNOR_SHAPE=100x10000`` sets the topics x partitions of the cases at
+scale.
 """
 
 from __future__ import annotations
@@ -25,12 +26,10 @@ import statistics
 import sys
 import time
 
+from benchmarks.settings import settings
 from services.assignor import assign
 
 CONSUMERS = 2_000
-ALL = ("range", "roundrobin", "sticky", "cooperative-sticky", "uniform", "server-range")
-CHOSEN = tuple(a for a in ALL if a in os.environ.get("BENCH_ASSIGNOR", ",".join(ALL)).split(","))
-TOPICS, PARTITIONS = map(int, os.environ.get("BENCH_ASSIGNOR_SHAPE", "500x2000").split("x"))
 
 
 def _members(topics: list[str], consumers: int, variant: bool) -> list[dict]:
@@ -84,10 +83,12 @@ def _rounds(assignor: str, counts: dict, members: list[dict]) -> None:
 
 
 def _scale(assignor: str, variant: bool) -> None:
-    topics = [f"topic-{t:03d}" for t in range(TOPICS)]
-    counts = dict.fromkeys(topics, PARTITIONS)
+    topics_count, partitions_count = settings().assignor_shape
+    topics = [f"topic-{t:03d}" for t in range(topics_count)]
+    counts = dict.fromkeys(topics, partitions_count)
     name = "last consumer on topic 0 only" if variant else "identical subscriptions"
-    print(f"{assignor}: {TOPICS * PARTITIONS:,} partitions, {CONSUMERS:,} consumers, {name}")
+    total = topics_count * partitions_count
+    print(f"{assignor}: {total:,} partitions, {CONSUMERS:,} consumers, {name}")
     _rounds(assignor, counts, _members(topics, CONSUMERS, variant))
 
 
@@ -95,7 +96,7 @@ def _small() -> None:
     counts = {f"topic-{t}": 100 for t in range(100)}
     members = [{"id": f"consumer-{i:03d}", "topics": list(counts)} for i in range(100)]
     print(f"10,000 partitions, 100 consumers (best / median of {REPEATS})")
-    for assignor in CHOSEN:
+    for assignor in settings().assignors:
         second = _with_owned(members, assign(assignor, counts, members), 1)
         leave = _with_owned(members[1:], assign(assignor, counts, second), 2)
         cells = []
@@ -106,13 +107,18 @@ def _small() -> None:
 
 
 def _others_at_scale() -> None:
-    others = [a for a in ("range", "roundrobin", "uniform", "server-range") if a in CHOSEN]
+    others = [
+        a for a in ("range", "roundrobin", "uniform", "server-range") if a in settings().assignors
+    ]
     if not others:
         return
-    topics = [f"topic-{t:03d}" for t in range(TOPICS)]
-    counts = dict.fromkeys(topics, PARTITIONS)
+    topics_count, partitions_count = settings().assignor_shape
+    topics = [f"topic-{t:03d}" for t in range(topics_count)]
+    counts = dict.fromkeys(topics, partitions_count)
     members = _members(topics, CONSUMERS, False)
-    print(f"first assignment, {TOPICS * PARTITIONS:,} partitions, {CONSUMERS:,} consumers")
+    print(
+        f"first assignment, {topics_count * partitions_count:,} partitions, {CONSUMERS:,} consumers"
+    )
     for assignor in others:
         times = []
         for _ in range(REPEATS):
@@ -133,7 +139,7 @@ def main() -> None:
     print(_load(), flush=True)
     _small()
     for assignor in ("sticky", "cooperative-sticky"):
-        if assignor in CHOSEN:
+        if assignor in settings().assignors:
             for variant in (False, True):
                 _scale(assignor, variant)
     _others_at_scale()

@@ -34,13 +34,14 @@ from benchmarks.bench_stream import (
     timeline,
     write_commits,
 )
+from benchmarks.settings import settings
 from tests.fixtures.spark_cluster import StandaloneCluster
 
 SMALL_BATCHES, SMALL_RECORDS = 10, 1_000
 
 
 def measure(label: str, root: Path, master: list[str]) -> None:
-    total = int(os.environ.get("GROUPSCOPE_BENCH_CLUSTER_RECORDS", "4000000"))
+    total = settings().cluster_records
     work = root / label.replace(" ", "-").replace("[", "").replace("]", "")
     run = run_stream(replay(root / "big"), work / "big", [*master, "--max-files-per-trigger", "2"])
     seconds, records = batch_seconds(run.log), batch_records(run.log)
@@ -67,7 +68,7 @@ def measure(label: str, root: Path, master: list[str]) -> None:
 
 
 def main() -> None:
-    total = int(os.environ.get("GROUPSCOPE_BENCH_CLUSTER_RECORDS", "4000000"))
+    total = settings().cluster_records
     print(
         f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {platform.node()}, {os.cpu_count()} cores, "
         f"load average {os.getloadavg()[0]:.1f}",

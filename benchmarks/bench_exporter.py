@@ -19,7 +19,6 @@ Set GROUPSCOPE_BENCH_DATABASE_URL to use an external server.
 from __future__ import annotations
 
 import gzip
-import os
 import resource
 import subprocess
 import sys
@@ -31,7 +30,8 @@ from pathlib import Path
 
 import numpy as np
 
-GROUPS = int(os.environ.get("GROUPSCOPE_BENCH_GROUPS", "10000"))
+from benchmarks.settings import settings
+
 PARTITIONS = 50
 MEMBERS = 5
 
@@ -48,9 +48,9 @@ def fill(url: str) -> None:
     now = datetime.now(UTC)
     per_batch = 1000
     position = 0
-    for first in range(0, GROUPS, per_batch):
+    for first in range(0, settings().exporter_groups, per_batch):
         generations, offsets = [], []
-        for g in range(first, min(first + per_batch, GROUPS)):
+        for g in range(first, min(first + per_batch, settings().exporter_groups)):
             name, topic = f"group-{g:05d}", f"topic-{g:05d}"
             members = [
                 Member(
@@ -189,7 +189,7 @@ def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--fill":
         fill(sys.argv[2])
         return
-    external = os.environ.get("GROUPSCOPE_BENCH_DATABASE_URL")
+    external = settings().database_url
     with tempfile.TemporaryDirectory() as tmp:
         if external:
             url, server = external, None
@@ -202,7 +202,7 @@ def main() -> None:
             started = time.perf_counter()
             subprocess.run([sys.executable, __file__, "--fill", url], check=True)
             print(
-                f"filled {GROUPS} groups x {PARTITIONS} partitions in "
+                f"filled {settings().exporter_groups} groups x {PARTITIONS} partitions in "
                 f"{time.perf_counter() - started:.1f}s"
             )
             measure(url)

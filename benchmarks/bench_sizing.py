@@ -30,9 +30,10 @@ import os
 import time
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import Engine, text
+from sqlalchemy import Connection, Engine, text
 
 from benchmarks.bench_store import bench_database
+from benchmarks.settings import settings
 from services.store.batch import BatchWrite, Churn, Generation, Member, OffsetCommit
 from services.store.database import create_store_engine
 from services.store.migrate import upgrade
@@ -58,14 +59,14 @@ def history_bytes(engine: Engine) -> int:
     """The offset history's tables with their indexes and TOAST, after VACUUM."""
     with engine.connect() as conn:
         conn.execution_options(isolation_level="AUTOCOMMIT").execute(text("VACUUM"))
-        return sum(
-            int(
-                conn.execute(
-                    text("SELECT pg_total_relation_size(CAST(:t AS regclass))"), {"t": t}
-                ).scalar_one()
-            )
-            for t in HISTORY_TABLES
-        )
+        return sum(table_bytes(conn, t) for t in HISTORY_TABLES)
+
+
+def table_bytes(conn: Connection, table: str) -> int:
+    """A table's size with its indexes and TOAST; a partitioned table has no storage of
+    its own, so its partitions' (migration 0009)."""
+    sql = "SELECT sum(pg_total_relation_size(relid)) FROM pg_partition_tree(CAST(:t AS regclass))"
+    return int(conn.execute(text(sql), {"t": table}).scalar_one())
 
 
 def commit_of(group: int, partition: int, batch: int, groups: int, commits: int = 1):
@@ -151,7 +152,7 @@ def generations_batch(batch: int, first: int, count: int) -> BatchWrite:
 
 
 def main() -> None:
-    scale = float(os.environ.get("GROUPSCOPE_BENCH_SIZING_SCALE", "1"))
+    scale = settings().sizing_scale
     groups = max(1, int(GROUPS * scale))
     generations = max(2, int(GENERATIONS * scale))
     entries = groups * PARTITIONS * MINUTES  # stored: a partition's minute each

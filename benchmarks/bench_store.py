@@ -24,6 +24,7 @@ from pathlib import Path
 
 from sqlalchemy import Engine, text
 
+from benchmarks.settings import settings
 from services.store.batch import BatchWrite, Churn, Generation, Member, OffsetCommit
 from services.store.database import create_store_engine
 from services.store.embedded import EmbeddedPostgres
@@ -152,7 +153,7 @@ class Meter:
 
 @contextmanager
 def bench_database() -> Iterator[str]:
-    external = os.environ.get("GROUPSCOPE_BENCH_DATABASE_URL")
+    external = settings().database_url
     if external:
         yield external
         return

@@ -322,10 +322,11 @@ def report(results: list[Result]) -> None:
 
 
 def race_case(root: Path, total: int) -> None:
+    from benchmarks.settings import settings
     from tests.fixtures.real_kafka import KAFKA_VERSION
 
-    contenders = os.environ.get("GROUPSCOPE_BENCH_SOURCES", "kafka,spark-kafka,burrow").split(",")
-    versions = os.environ.get("GROUPSCOPE_BENCH_KAFKA_VERSIONS", KAFKA_VERSION).split(",")
+    contenders = list(settings().stream_sources)
+    versions = list(settings().kafka_versions) or [KAFKA_VERSION]
     print(f"machine: {os.cpu_count()} cores; Python {sys.version.split()[0]}", flush=True)
     records = simulate_records(root / "race", total)
     results = []

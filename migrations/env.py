@@ -13,12 +13,15 @@ from sqlalchemy import Connection
 
 from services.store.database import create_store_engine
 from services.store.models import Base
+from services.store.partitions import not_a_partition
 
 target_metadata = Base.metadata
 
 
 def run_on(connection: Connection) -> None:
-    context.configure(connection=connection, target_metadata=target_metadata)
+    context.configure(
+        connection=connection, target_metadata=target_metadata, include_name=not_a_partition
+    )
     with context.begin_transaction():
         context.run_migrations()
 

@@ -22,6 +22,7 @@ from spark_jobs import health
 from spark_jobs.stream_config import StreamConfig
 
 if TYPE_CHECKING:
+    from services.store.retention import Maintenance
     from spark_jobs.dependencies import BrokerWatch
 
 log = logging.getLogger("groupscope.stream")
@@ -150,6 +151,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="read limit per micro-batch for replay directories (files)",
     )
     parser.add_argument(
+        "--retention",
+        default=env("GROUPSCOPE_RETENTION"),
+        metavar="DURATION",
+        help="delete the history older than this, e.g. 90d or 12h (at least 1h), at most "
+        "once an hour between batches, as 'groupscope db prune --older-than' does; each "
+        "group's latest generation and the committed offsets always stay. Default: off, "
+        'every row is kept for good (docs/operations.md, "Retention")',
+    )
+    parser.add_argument(
         "--offsets-partitions",
         type=int,
         default=env("GROUPSCOPE_OFFSETS_PARTITIONS", "50"),
@@ -261,6 +271,7 @@ def run(args: argparse.Namespace) -> int:
 def _run_query(config: StreamConfig, checkpoint: Path) -> int:
     from services.store.database import create_store_engine, database_url, redacted
     from services.store.repository import HistoryStore
+    from services.store.retention import Maintenance
     from services.store.retry import RetryPolicy
     from services.store.snapshots import latest_generations
     from spark_jobs.batch import BatchProcessor
@@ -341,20 +352,28 @@ def _run_query(config: StreamConfig, checkpoint: Path) -> int:
                 writer = writer.trigger(availableNow=True)
             else:
                 writer = writer.trigger(processingTime=f"{int(config.trigger * 1000)} milliseconds")
+            maintenance = Maintenance(engine, config.retention, log)
+            maintenance.prepare()
             query = writer.start()
-            _follow(query, processor, watch, limit)
+            _follow(query, processor, watch, limit, maintenance)
         finally:
             engine.dispose()
     return 0
 
 
 def _follow(
-    query: Any, processor: Any, watch: BrokerWatch | None = None, limit: float | None = None
+    query: Any,
+    processor: Any,
+    watch: BrokerWatch | None = None,
+    limit: float | None = None,
+    maintenance: Maintenance | None = None,
 ) -> None:
     """Wait for the query, printing progress to stderr and reporting the pipeline's
     health to the store every few seconds (degraded while `watch` finds the broker
-    away). A query that failed because a dependency stayed away past `--max-outage`
-    ends with that one line."""
+    away), and keeping the store up (partitions ahead, retention) between batches,
+    once batches have been written; a run that ends (`--once`) prunes once more.
+    A query that failed because a dependency stayed away past `--max-outage` ends with
+    that one line."""
     from pyspark.errors import StreamingQueryException
 
     from services import shutdown
@@ -392,6 +411,8 @@ def _follow(
                     _stop_quietly(query)
                     raise OutageError(watch.outage.give_up_message(limit))
             reported = _report(processor, report, reported)
+        if maintenance is not None and processor.batches:
+            maintenance.tick()
     error = query.exception()
     if error is not None:
         if processor.gave_up is not None:
@@ -403,6 +424,8 @@ def _follow(
             raise OutageError(message)
         raise RuntimeError(f"the streaming query failed: {error}")
     _report(processor, health.report(processor.source, {}, query.lastProgress, True), reported)
+    if maintenance is not None:
+        maintenance.tick(final=True)
 
 
 def _stop_quietly(query: Any) -> None:

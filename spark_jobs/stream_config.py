@@ -38,6 +38,7 @@ class StreamConfig:
     spark_conf: Mapping[str, str]  # --conf
     spark: SparkSettings
     reader: str | None  # the Kafka source's range reader (kind kafka only)
+    retention: float | None = None  # --retention in seconds; None keeps every row
 
     @classmethod
     def from_arguments(
@@ -59,6 +60,7 @@ class StreamConfig:
         master = check_master(args.master) if args.master else args.master
         spark_conf = parse_conf(args.conf)
         limit = max_outage(args.max_outage, args.once)
+        retention = parse_retention(args.retention)
         spark = SparkSettings.from_environment(environ)
         reader = None
         if kind == "kafka":
@@ -88,6 +90,7 @@ class StreamConfig:
             spark_conf=spark_conf,
             spark=spark,
             reader=reader,
+            retention=retention,
         )
 
     @property
@@ -103,6 +106,15 @@ def parse_seconds(text: str) -> float:
     from services.durations import seconds_flag
 
     return seconds_flag("--trigger", text, positive=False)
+
+
+def parse_retention(text: str | None) -> float | None:
+    """--retention in seconds; None (keep everything) when unset, empty or `off`."""
+    if text is None or text.strip().lower() in ("", "off"):
+        return None
+    from services.store.retention import retention_seconds
+
+    return retention_seconds("--retention", text)
 
 
 def check_numbers(args: argparse.Namespace) -> None:

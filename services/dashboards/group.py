@@ -46,15 +46,19 @@ REBALANCES = (
     "WHERE group_name = ${group:sqlstring} AND $__timeFilter(time) ORDER BY time"
 )
 
-# One row per rebalance: its causes (possible ones marked "?") and their explanations;
-# causes is NULL for rebalances stored before revision 0006.
+# One row per rebalance: its causes (possible ones marked "?") and their explanations,
+# and its cost: the commit gaps of the partitions it moved and how many of those have
+# not committed since. causes is NULL for rebalances stored before revision 0006, the
+# gaps before 0008.
 CAUSES = (
     "SELECT time, generation, moves_actual AS moved, disruptive, CASE WHEN causes IS NULL "
     "THEN 'not recorded' ELSE coalesce((SELECT string_agg((c->>'cause') || CASE WHEN "
     "(c->>'possible')::boolean THEN '?' ELSE '' END, ', ') FROM "
     "jsonb_array_elements(causes) c), 'unknown') END AS causes, (SELECT "
     "string_agg(c->>'explanation', '; ') FROM jsonb_array_elements(causes) c) AS "
-    "explanation FROM group_timeline WHERE group_name = ${group:sqlstring} AND "
+    'explanation, extract(epoch FROM gap_max) AS "longest commit gap", extract(epoch '
+    'FROM gap_median) AS "median commit gap", gap_waiting AS "waiting to commit" '
+    "FROM group_timeline WHERE group_name = ${group:sqlstring} AND "
     "moves_actual IS NOT NULL AND $__timeFilter(time) ORDER BY time DESC LIMIT 500"
 )
 
@@ -346,16 +350,22 @@ def build() -> builders.Dashboard:
         )
         .with_panel(
             table_panel(
-                "Rebalance causes (history store)",
+                "Rebalance causes and costs (history store)",
                 (
                     "Why each rebalance in the time range happened (group_timeline's "
                     "causes): every cause the evidence settles, and those it leaves "
                     "possible marked with a ?, never a guess; the explanations name "
                     "the members and timeouts. The same as the CAUSES column of "
-                    "`groupscope postmortem GROUP`."
+                    "`groupscope postmortem GROUP`. What it cost: the longest and the "
+                    "median commit gap (seconds) of the partitions it moved, and how "
+                    "many of them have not committed since (the postmortem's GAP)."
                 ),
                 [Sql(CAUSES)],
                 (16, 8),
+                overrides=[
+                    ("longest commit gap", [unit("s")]),
+                    ("median commit gap", [unit("s")]),
+                ],
             )
         )
         .with_row(row("Churn: moves against the sticky baseline and the minimum"))
@@ -380,7 +390,7 @@ def build() -> builders.Dashboard:
                         time_series=True,
                     )
                 ],
-                (12, 8),
+                (10, 8),
                 draw=common.GraphDrawStyle.POINTS,
             )
         )
@@ -397,7 +407,7 @@ def build() -> builders.Dashboard:
                         "{{kind}}",
                     )
                 ],
-                (6, 8),
+                (5, 8),
                 draw=common.GraphDrawStyle.BARS,
             )
         )
@@ -418,6 +428,21 @@ def build() -> builders.Dashboard:
                 [prom('groupscope_group_last_excess_moves{group="$group"}')],
                 (3, 8),
                 steps=EXCESS,
+            )
+        )
+        .with_panel(
+            stat_panel(
+                "Last rebalance: commit gap",
+                (
+                    "The longest a partition moved by the last rebalance went without an "
+                    "offset commit, from its last commit before its new owner held it to "
+                    "its first commit after: what the rebalance cost. It includes the "
+                    "commit interval; no value while nothing moved or no moved partition "
+                    "has committed again."
+                ),
+                [prom('groupscope_group_last_rebalance_commit_gap_seconds{group="$group"}')],
+                (3, 8),
+                unit="s",
             )
         )
         .with_row(row("Lag and commits"))

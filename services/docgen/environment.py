@@ -151,6 +151,20 @@ VARIABLES: tuple[Variable, ...] = (
         development=True,
     ),
     Variable(
+        "GROUPSCOPE_BENCH_PRUNE_GROUPS",
+        "100",
+        "`python -m benchmarks prune`: groups (of 10 partitions) in the offset history "
+        "and generations pruned.",
+        development=True,
+    ),
+    Variable(
+        "GROUPSCOPE_BENCH_PRUNE_DAYS",
+        "8",
+        "`python -m benchmarks prune`: full days of history before today; a prune with a "
+        "retention of one day drops all but the last whole.",
+        development=True,
+    ),
+    Variable(
         "GROUPSCOPE_BENCH_CASES",
         "commits,rebalances,restart,broker",
         "`python -m benchmarks stream`: the cases to run (`sources` too: the race of both "
@@ -204,6 +218,19 @@ VARIABLES: tuple[Variable, ...] = (
         "`python -m benchmarks stream`: each partition commits every N seconds of commit "
         "time (unset: commit times advance 1 ms per 1,000 records), so that a backlog "
         "batch spans minutes of offset history.",
+        development=True,
+    ),
+    Variable(
+        "GROUPSCOPE_BENCH_ASSIGNOR",
+        "range,roundrobin,sticky,cooperative-sticky,uniform,server-range",
+        "`python -m benchmarks assignor`: the assignors to measure (the small table and "
+        "the cases at scale).",
+        development=True,
+    ),
+    Variable(
+        "GROUPSCOPE_BENCH_ASSIGNOR_SHAPE",
+        "500x2000",
+        "`python -m benchmarks assignor`: topics x partitions of the cases at scale.",
         development=True,
     ),
     Variable(

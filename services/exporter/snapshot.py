@@ -24,7 +24,7 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import DBAPIError
 
 from services.groupfilter import GroupFilter
-from services.store.batch import CAUSES
+from services.store.batch import primary_cause_sql
 from services.store.database import psycopg_connection
 from services.store.errors import SchemaOutdatedError, StoreUnavailableError, first_line
 
@@ -42,32 +42,37 @@ LEFT JOIN LATERAL (
 ) l ON true
 """
 
+# Rebalances pruned by retention count on in `pruned_rebalances` (migration 0009), so
+# that the counters built from these totals never go down.
 REBALANCES = """
-SELECT group_name, count(*), sum(partitions_moved), coalesce(sum(baseline_moves), 0),
-    coalesce(sum(minimum_moves), 0),
-    count(*) FILTER (WHERE disruptive AND time > %(now)s - make_interval(secs => %(window)s)),
-    count(*) FILTER (WHERE disruptive)
-FROM rebalances
+SELECT group_name, sum(n)::bigint, sum(moved)::bigint, sum(baseline)::bigint,
+    sum(minimum)::bigint, sum(in_window)::bigint, sum(disruptive)::bigint
+FROM (
+    SELECT group_name, count(*) AS n, sum(partitions_moved) AS moved,
+        coalesce(sum(baseline_moves), 0) AS baseline, coalesce(sum(minimum_moves), 0) AS minimum,
+        count(*) FILTER (WHERE disruptive AND time > %(now)s - make_interval(secs => %(window)s))
+            AS in_window,
+        count(*) FILTER (WHERE disruptive) AS disruptive
+    FROM rebalances
+    GROUP BY group_name
+    UNION ALL
+    SELECT group_name, rebalances, partitions_moved, baseline_moves, minimum_moves, 0, disruptive
+    FROM pruned_rebalances
+) t
 GROUP BY group_name
 """
 
-# Each rebalance counted under its primary cause (`services.store.batch.primary_cause`):
-# its first settled cause in CAUSES order, else unknown (and unknown for the rows stored
-# before revision 0006, whose causes are NULL). Only names in CAUSES count, so the
-# exporter's `cause` label stays bounded.
-REBALANCE_CAUSES = """
-SELECT r.group_name, coalesce((
-        SELECT c->>'cause'
-        FROM jsonb_array_elements(
-            CASE WHEN jsonb_typeof(r.causes) = 'array' THEN r.causes ELSE '[]'::jsonb END
-        ) c
-        WHERE c->>'cause' = ANY(%(causes)s::text[])
-            AND NOT (CASE WHEN jsonb_typeof(c->'possible') = 'boolean'
-                THEN (c->>'possible')::boolean ELSE false END)
-        ORDER BY array_position(%(causes)s::text[], c->>'cause')
-        LIMIT 1
-    ), 'unknown') AS cause, count(*)
-FROM rebalances r
+# Each rebalance counted under its primary cause (`services.store.batch.primary_cause`),
+# the pruned ones too.
+REBALANCE_CAUSES = f"""
+SELECT group_name, cause, sum(n)::bigint
+FROM (
+    SELECT r.group_name, {primary_cause_sql("r")} AS cause, count(*) AS n
+    FROM rebalances r
+    GROUP BY 1, 2
+    UNION ALL
+    SELECT group_name, cause, rebalances FROM pruned_rebalances
+) t
 GROUP BY 1, 2
 """
 
@@ -81,7 +86,13 @@ ORDER BY r.group_name, r.time DESC, r.to_generation_pk DESC
 """
 
 FAILURES = """
-SELECT coalesce(category, reason), count(*) FROM decode_failures GROUP BY 1 ORDER BY 1
+SELECT category, sum(n)::bigint
+FROM (
+    SELECT coalesce(category, reason) AS category, count(*) AS n FROM decode_failures GROUP BY 1
+    UNION ALL
+    SELECT category, failures FROM pruned_decode_failures
+) t
+GROUP BY 1 ORDER BY 1
 """
 
 PIPELINE = """
@@ -308,7 +319,7 @@ def read_snapshot(
                 groups = [GroupRow(*row) for row in cur.fetchall()]
                 cur.execute(REBALANCES, {"window": storm_window_s, "now": now})
                 totals = {r[0]: RebalanceTotals(*r[1:]) for r in cur.fetchall()}
-                cur.execute(REBALANCE_CAUSES, {"causes": list(CAUSES)})
+                cur.execute(REBALANCE_CAUSES)
                 causes: dict[str, dict[str, int]] = {}
                 for group, cause, n in cur.fetchall():
                     causes.setdefault(group, {})[cause] = n

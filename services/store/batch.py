@@ -214,6 +214,24 @@ def primary_cause(causes: Sequence[Cause]) -> str:
     return next((c for c in CAUSES if c in settled), "unknown")
 
 
+def primary_cause_sql(r: str) -> str:
+    """`primary_cause` of the `rebalances` row `r`, as a SQL expression over its `causes`
+    JSON: `unknown` for the rows stored before revision 0006, whose causes are NULL.
+    Only names in `CAUSES` count, so the exporter's `cause` label stays bounded."""
+    names = "ARRAY[" + ", ".join(f"'{c}'" for c in CAUSES) + "]::text[]"
+    return f"""coalesce((
+        SELECT c->>'cause'
+        FROM jsonb_array_elements(
+            CASE WHEN jsonb_typeof({r}.causes) = 'array' THEN {r}.causes ELSE '[]'::jsonb END
+        ) c
+        WHERE c->>'cause' = ANY({names})
+            AND NOT (CASE WHEN jsonb_typeof(c->'possible') = 'boolean'
+                THEN (c->>'possible')::boolean ELSE false END)
+        ORDER BY array_position({names}, c->>'cause')
+        LIMIT 1
+    ), 'unknown')"""
+
+
 @dataclass(frozen=True, slots=True)
 class RebalanceCost:
     """How long a rebalance's moved partitions went without an offset commit

@@ -45,6 +45,22 @@ An unknown NAME lists the sources the store knows, with their last report.
 """
 
 
+PRUNE_EPILOG = """\
+examples:
+  groupscope db prune --older-than 90d --dry-run
+      count what a prune would delete; changes nothing
+  groupscope db prune --older-than 90d
+      delete the history before 90 days ago
+  groupscope db prune --older-than 1d12h --json --database-url postgresql://db/groupscope
+
+What stays, whatever its age: each group's latest generation (with its members and
+rebalance) and the generation that was current at the cutoff, the committed offsets,
+the groups, the pipeline's progress and status. The offset history's day partitions
+before the cutoff are dropped whole. 'groupscope stream --retention D' does the same
+every hour. See docs/operations.md, "Retention".
+"""
+
+
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     db = subparsers.add_parser(
         "db",
@@ -100,6 +116,30 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     add_database_url_argument(forget)
     forget.set_defaults(func=run_forget_source)
+
+    prune = actions.add_parser(
+        "prune",
+        help="delete the history older than a duration (never what is still current)",
+        description=(
+            "Delete generations, members, rebalances, offset history, decode failures "
+            "and repairs older than a duration, in short transactions; the offset "
+            "history's whole days go by dropping their partitions."
+        ),
+        epilog=PRUNE_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    prune.add_argument(
+        "--older-than",
+        required=True,
+        metavar="DURATION",
+        help="delete what is older than this, e.g. 90d, 12h or 1d12h (at least 1h)",
+    )
+    prune.add_argument(
+        "--dry-run", action="store_true", help="count what would be deleted; change nothing"
+    )
+    prune.add_argument("--json", action="store_true", help="print the report as JSON")
+    add_database_url_argument(prune)
+    prune.set_defaults(func=run_prune)
 
 
 @store_command
@@ -180,3 +220,67 @@ def run_forget_source(args: argparse.Namespace) -> int:
 
 def _when(at: datetime | None) -> str:
     return "never" if at is None else f"{at.astimezone(UTC):%Y-%m-%d %H:%M:%SZ}"
+
+
+@store_command
+def run_prune(args: argparse.Namespace) -> int:
+    import json
+    import sys
+    from datetime import timedelta
+
+    from sqlalchemy.exc import DBAPIError
+
+    from services.store.database import open_database, redacted
+    from services.store.migrate import require_head
+    from services.store.repository import store_error
+    from services.store.retention import TABLES, prune, retention_seconds
+
+    seconds = retention_seconds("--older-than", args.older_than)
+    with open_database(args.database_url, existing=True) as engine:
+        require_head(engine)
+        cutoff = datetime.now(UTC) - timedelta(seconds=seconds)
+        try:
+            report = prune(engine, cutoff, dry_run=args.dry_run, progress=_Progress())
+        except DBAPIError as exc:
+            raise store_error(exc, "prune stopped (what it deleted stays deleted)") from exc
+    if args.json:
+        print(json.dumps(report.as_dict(), indent=2))
+    else:
+        print(f"{redacted(args.database_url)}: {report.summary()}")
+        print(f"{'TABLE':<24}{'ROWS':>14}")
+        for table in TABLES:
+            print(f"{table:<24}{report.rows[table]:>14,}")
+        for p in report.partitions:
+            dropped = "would drop" if report.dry_run else "dropped"
+            print(f"{p.name:<24}{'':>14}  {dropped} whole, about {max(p.rows_estimate, 0):,} rows")
+    if report.busy:
+        print(
+            f"groupscope db: {len(report.busy)} partition(s) not dropped: another session "
+            f"held offset_history ({', '.join(report.busy)}); run it again",
+            file=sys.stderr,
+        )
+        return 1
+    return 0
+
+
+class _Progress:
+    """Progress on stderr every few seconds while a prune runs long."""
+
+    EVERY_S = 2.0
+
+    def __init__(self) -> None:
+        import time
+
+        self.clock = time.monotonic
+        self.shown = self.clock()
+
+    def __call__(self, table: str, rows: int, fraction: float) -> None:
+        import sys
+
+        if self.clock() - self.shown >= self.EVERY_S:
+            self.shown = self.clock()
+            print(
+                f"pruning {table}: {rows:,} rows so far, {fraction:.0%} of its blocks read",
+                file=sys.stderr,
+                flush=True,
+            )

@@ -41,6 +41,7 @@ from sqlalchemy import (
     MetaData,
     Text,
     UniqueConstraint,
+    func,
 )
 from sqlalchemy.dialects.postgresql import ARRAY, JSON, JSONB
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
@@ -252,9 +253,14 @@ class OffsetHistory(Base):
     `services.store.repository.UPSERT_OFFSET_HISTORY`). A partition committing every
     5 s costs one entry a minute, whatever the trigger. The `offset_history_entries`
     view unnests them.
+
+    Partitioned by range of `minute`, a partition per UTC day and a default partition
+    for any minute no day covers (migration 0009; `services.store.partitions`), so that
+    retention drops a day's rows with its partition.
     """
 
     __tablename__ = "offset_history"
+    __table_args__ = ({"postgresql_partition_by": "RANGE (minute)"},)
 
     group_name: Mapped[str] = mapped_column(Text, primary_key=True)
     minute: Mapped[datetime] = mapped_column(Timestamp, primary_key=True)
@@ -312,6 +318,9 @@ class DecodeFailure(Base):
     value: Mapped[bytes | None] = mapped_column(LargeBinary)
     source_timestamp: Mapped[datetime | None] = mapped_column(Timestamp)
     batch_id: Mapped[int] = mapped_column(BigInteger)
+    # When the row was stored (migration 0009): retention's time for a failure whose
+    # record has no timestamp; the upgrade's time for rows stored before it.
+    stored_at: Mapped[datetime] = mapped_column(Timestamp, server_default=func.now())
 
 
 class PipelineProgress(Base):
@@ -372,3 +381,32 @@ class RecordRepair(Base):
     original_ms: Mapped[int | None] = mapped_column(BigInteger)
     stored: Mapped[str | None] = mapped_column(Text)
     batch_id: Mapped[int] = mapped_column(BigInteger)
+    # When the row was stored (migration 0009): retention's time for a repair, which has
+    # none of its own; the upgrade's time for rows stored before it.
+    stored_at: Mapped[datetime] = mapped_column(Timestamp, server_default=func.now())
+
+
+class PrunedRebalances(Base):
+    """The rebalances retention deleted, still counted per group and primary cause
+    (`services.store.batch.primary_cause`; migration 0009): the exporter adds them to
+    the rows that remain, so that its rebalance and move counters never go down."""
+
+    __tablename__ = "pruned_rebalances"
+
+    group_name: Mapped[str] = mapped_column(Text, primary_key=True)
+    cause: Mapped[str] = mapped_column(Text, primary_key=True)
+    rebalances: Mapped[int] = mapped_column(BigInteger)
+    disruptive: Mapped[int] = mapped_column(BigInteger)
+    partitions_moved: Mapped[int] = mapped_column(BigInteger)
+    baseline_moves: Mapped[int] = mapped_column(BigInteger)
+    minimum_moves: Mapped[int] = mapped_column(BigInteger)
+
+
+class PrunedDecodeFailures(Base):
+    """The decode failures retention deleted, still counted per category (migration
+    0009), for the exporter's `groupscope_decode_failures_total`."""
+
+    __tablename__ = "pruned_decode_failures"
+
+    category: Mapped[str] = mapped_column(Text, primary_key=True)
+    failures: Mapped[int] = mapped_column(BigInteger)

@@ -24,7 +24,8 @@ from typing import IO
 import pytest
 
 from tests.kafka.javac import JavaUnavailable as HarnessUnavailable
-from tests.kafka.javac import compiled, kafka_classpath, kafka_required
+from tests.kafka.javac import compiled, kafka_classpath
+from tests.settings import kafka_unavailable
 
 HARNESS_SOURCE = Path(__file__).resolve().parents[1] / "kafka" / "harness" / "AssignorHarness.java"
 CALL_TIMEOUT_S = 60.0
@@ -151,9 +152,7 @@ def kafka_assignors() -> Iterator[KafkaAssignors]:
     try:
         harness = start_harness()
     except HarnessUnavailable as exc:
-        if kafka_required():
-            pytest.fail(f"GROUPSCOPE_REQUIRE_KAFKA is set but: {exc}")
-        pytest.skip(str(exc))
+        kafka_unavailable(str(exc))
     try:
         yield harness
     finally:

@@ -25,6 +25,7 @@ from services.codec import schemas
 from services.codec.records import RECORD_TYPES
 from services.codec.schema import Field, Message, parse_default
 from tests.kafka.version import kafka_version
+from tests.settings import kafka_unavailable
 
 CLASSPATH_FILE = Path(sys.prefix) / "share" / "groupscope" / "kafka.classpath"
 # Which jar holds which specs: (artifact prefix of the jar's file name, spec file pattern).
@@ -80,9 +81,7 @@ def _specs_or_skip() -> dict[str, dict[str, Any]]:
     try:
         return release_specs()
     except (SpecsUnavailable, OSError, zipfile.BadZipFile, ValueError) as exc:
-        if os.environ.get("GROUPSCOPE_REQUIRE_KAFKA", "") not in ("", "0"):
-            pytest.fail(f"GROUPSCOPE_REQUIRE_KAFKA is set but Kafka's specs cannot be read: {exc}")
-        pytest.skip(str(exc))
+        kafka_unavailable(f"Kafka's specs cannot be read: {exc}")
 
 
 @pytest.fixture(scope="module")

@@ -295,10 +295,13 @@ def test_group_filters_pass_through_and_default_to_every_group(services, monkeyp
     same names (empty: every group), and the exporter's command reads them."""
     from services.groupfilter import group_filter
 
-    for name, prefix in (("job", "GROUPSCOPE_STREAM"), ("exporter", "GROUPSCOPE_EXPORTER")):
+    variables = {
+        "job": ("GROUPSCOPE_STREAM_GROUPS_INCLUDE", "GROUPSCOPE_STREAM_GROUPS_EXCLUDE"),
+        "exporter": ("GROUPSCOPE_EXPORTER_GROUPS_INCLUDE", "GROUPSCOPE_EXPORTER_GROUPS_EXCLUDE"),
+    }
+    for name, pair in variables.items():
         env = services[name]["environment"]
-        for kind in ("INCLUDE", "EXCLUDE"):
-            variable = f"{prefix}_GROUPS_{kind}"
+        for variable in pair:
             assert env[variable] == f"${{{variable}:-}}", name
             assert interpolate(env)[variable] == ""
     for variable, value in interpolate(services["exporter"]["environment"]).items():

@@ -20,10 +20,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import pytest
-
 from tests.fixtures.real_kafka import RealKafka
-from tests.kafka.javac import JavaUnavailable, compiled, kafka_classpath, kafka_required
+from tests.kafka.javac import JavaUnavailable, compiled, kafka_classpath
+from tests.settings import kafka_unavailable
 
 SOURCE = Path(__file__).resolve().parents[1] / "kafka" / "consumer" / "GroupMember.java"
 JVM_OPTIONS = ("-Xmx96m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Dlog4j2.level=WARN")
@@ -82,9 +81,7 @@ class JavaRuntime:
         try:
             return cls.load()
         except JavaUnavailable as exc:
-            if kafka_required():
-                pytest.fail(f"{exc} (GROUPSCOPE_REQUIRE_KAFKA is set)", pytrace=False)
-            pytest.skip(str(exc))
+            kafka_unavailable(str(exc))
 
 
 class JavaMember:

@@ -25,8 +25,9 @@ from typing import Any, Protocol
 
 from sqlalchemy import Engine, text
 
-from tests.fixtures.real_kafka import RealKafka, _unavailable
+from tests.fixtures.real_kafka import RealKafka
 from tests.kafka.javac import JavaUnavailable, compiled, kafka_classpath
+from tests.settings import kafka_unavailable
 
 JOB_TIMEOUT_S = 300.0
 ADMIN_TIMEOUT_S = 120.0
@@ -90,7 +91,7 @@ def spark_kafka_connector() -> None:
     group, artifact, version = coordinate.split(":")
     ivy = Path.home() / ".ivy2.5.2" / "jars" / f"{group}_{artifact}-{version}.jar"
     if not (connector.m2_jar(coordinate).is_file() or ivy.is_file()):
-        _unavailable(f"Spark's Kafka connector {coordinate} is not cached: run `make kafka`")
+        kafka_unavailable(f"Spark's Kafka connector {coordinate} is not cached: run `make kafka`")
 
 
 def admin_offsets(broker: RealKafka, groups: list[str]) -> dict[str, dict[tuple[str, int], int]]:
@@ -116,7 +117,7 @@ def _group_admin(broker: RealKafka, *args: str) -> str:
         classpath = kafka_classpath()
         classes = compiled(GROUP_ADMIN, classpath, "harness")
     except JavaUnavailable as exc:
-        _unavailable(f"Kafka's Java Admin client unavailable: {exc}")
+        kafka_unavailable(f"Kafka's Java Admin client unavailable: {exc}")
     java = shutil.which("java") or "java"
     done = subprocess.run(
         [

@@ -36,6 +36,8 @@ def replay_dir(tmp_path: Path) -> str:
         (["--conf", "=true"], "--conf expects KEY=VALUE"),
         (["--conf", "ui.enabled=true"], "--conf ui.enabled: not a Spark property"),
         (["--conf", "spark.master=nowhere"], "--master 'nowhere': expected"),
+        (["--retention", "10m"], "--retention must be at least 1h"),
+        (["--retention", "forever"], "--retention expects a duration"),
     ],
 )
 def test_bad_flags_exit_2_with_one_line(tmp_path: Path, capsys, extra: list[str], reason: str):

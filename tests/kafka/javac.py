@@ -21,11 +21,6 @@ CLASSPATH_FILE = SHARE / "kafka.classpath"
 JAVAC_TIMEOUT_S = 300
 
 
-def kafka_required() -> bool:
-    """CI sets GROUPSCOPE_REQUIRE_KAFKA: a test that cannot have Java fails, not skips."""
-    return os.environ.get("GROUPSCOPE_REQUIRE_KAFKA", "") not in ("", "0")
-
-
 class JavaUnavailable(RuntimeError):
     """Java, the Kafka classpath or a compiled class cannot be had; the reason says which."""
 

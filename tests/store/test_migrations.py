@@ -14,6 +14,7 @@ from services.store.batch import OffsetCommit
 from services.store.database import create_store_engine
 from services.store.migrate import current_revision, downgrade, head_revision, upgrade
 from services.store.models import Base
+from services.store.partitions import not_a_partition
 from services.store.repository import HistoryStore
 from tests.fixtures.batches import at, batch
 
@@ -64,7 +65,8 @@ def test_models_and_migrations_agree(database_url: str) -> None:
     engine = create_store_engine(database_url)
     try:
         with engine.connect() as conn:
-            differences = compare_metadata(MigrationContext.configure(conn), Base.metadata)
+            context = MigrationContext.configure(conn, opts={"include_name": not_a_partition})
+            differences = compare_metadata(context, Base.metadata)
     finally:
         engine.dispose()
     assert differences == []
@@ -307,7 +309,7 @@ def test_db_upgrade_moves_the_offset_history_to_minutes_and_keeps_the_batches(
         before = query(engine, "SELECT * FROM offset_history ORDER BY source_offset")
 
         assert main(["db", "upgrade", "--database-url", empty_database_url]) == 0
-        assert "to 0008 (head)" in capsys.readouterr().out
+        assert f"to {head_revision()} (head)" in capsys.readouterr().out
         assert query(engine, "SELECT * FROM offset_history_batches ORDER BY 2") == before
         entries = query(
             engine,
@@ -339,5 +341,82 @@ def test_db_upgrade_moves_the_offset_history_to_minutes_and_keeps_the_batches(
         assert after[-1][4:] == (["t"], [0], [300], [at(195)], [16], None)
         # the old views count every batch's point again
         assert query(engine, progress) == [(100,), (100,)]
+    finally:
+        engine.dispose()
+
+
+def test_0009_partitions_the_offset_history_by_day_without_losing_a_row(
+    empty_database_url: str,
+) -> None:
+    """Upgrade to 0009 with history in place: every row moves into a day partition (the
+    days within the longest retention) or the default one (a minute far in the past or
+    the future), the views read the same, new writes land in their day; a downgrade
+    brings every row back into one plain table."""
+    from datetime import UTC, datetime, timedelta
+
+    from services.store.batch import DecodeFailure, Repair
+
+    today = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+    minutes = [
+        today - timedelta(hours=14),
+        today + timedelta(minutes=30),
+        datetime(2020, 1, 1, tzinfo=UTC),
+        datetime(2100, 1, 1, tzinfo=UTC),
+    ]
+    engine = create_store_engine(empty_database_url)
+    history = "SELECT * FROM offset_history ORDER BY group_name, minute"
+    entries = "SELECT * FROM offset_history_entries ORDER BY source_offset"
+    kind = "SELECT relkind FROM pg_class WHERE relname = 'offset_history'"
+    try:
+        upgrade(empty_database_url, "0008")
+        store = HistoryStore(engine)
+        store.write_batch(
+            batch(
+                1,
+                offsets=[
+                    OffsetCommit("g", "t", p, 10 * i, 7, i, commit_time=m)
+                    for i, m in enumerate(minutes)
+                    for p in (0, 1)
+                ],
+                decode_failures=[DecodeFailure(7, 99, "bad", b"k", None, None)],
+                repairs=[Repair(7, 98, "metadata", "nul", original=b"\0")],
+            )
+        )
+        before, entries_before = query(engine, history), query(engine, entries)
+        assert len(before) == 4
+
+        upgrade(empty_database_url, "0009")
+        assert query(engine, kind) == [("p",)]
+        assert query(engine, history) == before
+        assert query(engine, entries) == entries_before
+        leaves = query(
+            engine,
+            "SELECT tableoid::regclass::text, count(*) FROM offset_history GROUP BY 1 ORDER BY 1",
+        )
+        yesterday = today - timedelta(days=1)
+        assert leaves == [
+            ("offset_history_default", 2),
+            (f"offset_history_p{yesterday:%Y%m%d}", 1),
+            (f"offset_history_p{today:%Y%m%d}", 1),
+        ]
+        stored = "SELECT count(*) FROM {} WHERE stored_at IS NOT NULL"
+        assert query(engine, stored.format("decode_failures")) == [(1,)]
+        assert query(engine, stored.format("record_repairs")) == [(1,)]
+        assert query(engine, "SELECT count(*) FROM group_timeline") == [(0,)]
+
+        later = today + timedelta(hours=2)
+        store.write_batch(batch(2, offsets=[OffsetCommit("g", "t", 0, 99, 7, 50, later)]))
+        assert query(
+            engine, f"SELECT tableoid::regclass::text FROM offset_history WHERE minute = '{later}'"
+        ) == [(f"offset_history_p{today:%Y%m%d}",)]
+        after = query(engine, history)
+
+        downgrade(empty_database_url, "0008")
+        assert query(engine, kind) == [("r",)]
+        assert query(engine, history) == after
+        columns = {c["name"] for c in inspect(engine).get_columns("record_repairs")}
+        assert "stored_at" not in columns
+        pruned = {"pruned_rebalances", "pruned_decode_failures"}
+        assert set(inspect(engine).get_table_names()) == TABLES - pruned | {"alembic_version"}
     finally:
         engine.dispose()
