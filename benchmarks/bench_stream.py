@@ -43,6 +43,7 @@ import pyarrow.parquet as pq
 
 from benchmarks.proctree import Sampler
 from benchmarks.race import race_case, simulate_replay
+from benchmarks.settings import settings
 from services.codec import encode_key, encode_value, partition_for
 
 GROUPS = 2_000
@@ -54,7 +55,7 @@ def commit_chunks(total: int, per_chunk: int) -> Iterator[pa.Table]:
     """`total` offset commits over 24,000 (group, topic, partition) keys, in log order,
     as tables of at most `per_chunk` records with the source's row schema; their commit
     times as GROUPSCOPE_BENCH_COMMIT_SECONDS says (see above)."""
-    every = os.environ.get("GROUPSCOPE_BENCH_COMMIT_SECONDS")
+    every = settings().commit_seconds
     keys = []
     for g in range(GROUPS):
         group = f"bench-service-{g}-consumer"
@@ -72,7 +73,7 @@ def commit_chunks(total: int, per_chunk: int) -> Iterator[pa.Table]:
             parts.append(source)
             offsets.append(next_offset[source])
             next_offset[source] += 1
-            ms = base_ms + (i // len(keys) * int(every) * 1000 if every else i // 1000)
+            ms = base_ms + (i // len(keys) * int(every * 1000) if every else i // 1000)
             stamps.append(ms)
             ks.append(key)
             vs.append(VALUE.pack(3, i // len(keys), 7, 0, b"", ms))
@@ -470,10 +471,9 @@ def backfill_case(root: Path, minutes: int) -> None:
 
 
 def main() -> None:
-    total = int(os.environ.get("GROUPSCOPE_BENCH_RECORDS", "20000000"))
-    per_file = int(os.environ.get("GROUPSCOPE_BENCH_FILES", "1000000"))
-    backlog = int(os.environ.get("GROUPSCOPE_BENCH_BACKLOG", "4000000"))
-    cases = os.environ.get("GROUPSCOPE_BENCH_CASES", "commits,rebalances,restart,broker").split(",")
+    chosen = settings()
+    total, per_file, backlog = chosen.stream_records, chosen.stream_files, chosen.stream_backlog
+    cases = chosen.stream_cases
     with tempfile.TemporaryDirectory(prefix="gs-bench-") as tmp:
         root = Path(tmp)
         if "commits" in cases:
@@ -489,7 +489,7 @@ def main() -> None:
         if "restart" in cases:
             restart_case(root, min(total, 4 * per_file), backlog, per_file)
         if "backfill" in cases:
-            backfill_case(root, int(os.environ.get("GROUPSCOPE_BENCH_BACKFILL_MINUTES", "10")))
+            backfill_case(root, chosen.backfill_minutes)
 
 
 if __name__ == "__main__":
