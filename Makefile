@@ -74,8 +74,12 @@ kafka: $(STAMP) $(KAFKA_CLASSPATH) $(CONNECTOR_STAMP)
 demo: setup
 	$(BIN)/groupscope demo
 
+# Every test, in two passes: the unit tier on two workers (it starts nothing real, so it
+# parallelises cleanly), then every other tier one test at a time (Spark, brokers and
+# timed outages share the two cores badly), with the slowest listed.
 test: setup system-deps kafka lint
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -m unit -n 2 -q
+	$(BIN)/python -m pytest -m "not unit" --durations=30
 
 # The quick loop (docs/testing.md, "Running them"): ruff, then only the tests marked
 # `unit`, which start no Spark, PostgreSQL, broker, Prometheus or JVM, on two workers
