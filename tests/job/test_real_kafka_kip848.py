@@ -17,6 +17,7 @@ assignor core is wrong.
 from __future__ import annotations
 
 import subprocess
+import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -49,6 +50,7 @@ KINDS = {"uniform": "uniform", "range": "range", "regex": "uniform"}
 BASELINES = {"uniform": "uniform", "range": "server-range"}  # assignor -> baseline
 MEMBERS = 3
 PER_PARTITION = 10
+IMAGE_SETTLE_S = 2.0
 HEARTBEAT = {
     "group.consumer.heartbeat.interval.ms": "1000",
     "group.consumer.min.heartbeat.interval.ms": "1000",
@@ -115,11 +117,24 @@ def live_through_rebalances(broker: RealKafka, suffix: str, logs: Path) -> dict[
     """Per kind, a group on topics of its own: members join one by one, it gains
     partitions, the last member leaves; stable after each step."""
     groups = {}
+    topics_of = {
+        kind: [
+            broker.create_topic(f"kip848-{kind}-{suffix}-{t}", n)
+            for t, n in partitions(kind, False).items()
+        ]
+        for kind in KINDS
+    }
+    # Every topic exists before any member joins, and some time passes after: the group
+    # coordinator learns of a new topic from the broker's metadata images
+    # (GroupCoordinatorService.onNewMetadataImage), not from the metadata cache that
+    # create_topic waits on. Seen in CI runs without this: the range group's first
+    # member joined on topics a and b, and the coordinator wrote a target epoch (2)
+    # over topic a alone, then epoch 3 over both before the member reconciled epoch 2,
+    # so the store rightly held an epoch no client logged.
+    time.sleep(IMAGE_SETTLE_S)
     for kind, assignor in KINDS.items():
         prefix = f"kip848-{kind}-{suffix}"
-        topics = [
-            broker.create_topic(f"{prefix}-{t}", n) for t, n in partitions(kind, False).items()
-        ]
+        topics = topics_of[kind]
         config = {"group.protocol": "consumer", "group.remote.assignor": assignor}
         groups[kind] = ConsumerGroup(
             broker,
