@@ -19,10 +19,13 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from itertools import repeat
 from pathlib import Path
 
 from services.simulator.log import Batch
+
+_MS = 1_000_000
 
 FORMATS = ("parquet", "jsonl")
 DEFAULT_ROWS_PER_FILE = 200_000
@@ -48,6 +51,7 @@ class ReplayDirectory:
         self.fmt = fmt
         self.rows_per_file = rows_per_file
         self.files = 0
+        self._last_stamp_ns = 0
         # Columns of the rows not yet written: partition, offset, timestamp, key, value.
         self._columns: tuple[list, list, list, list, list] = ([], [], [], [], [])
 
@@ -86,6 +90,14 @@ class ReplayDirectory:
             _write_parquet(tmp, self.topic, columns)
         else:
             _write_jsonl(tmp, self.topic, columns)
+        # Spark's file source reads new files in order of modification time, which the
+        # file system keeps to its clock tick: files written within one tick tie, and a
+        # tie is read in any order. A later file read first would make the earlier one's
+        # records look like replays (the store keeps each partition's last offset), so
+        # each file's time is at least a millisecond (Hadoop's resolution) after the last.
+        stamp = max(time.time_ns() // _MS * _MS, self._last_stamp_ns + _MS)
+        os.utime(tmp, ns=(stamp, stamp))
+        self._last_stamp_ns = stamp
         os.replace(tmp, self.dir / name)
         self.files += 1
 

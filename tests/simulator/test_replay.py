@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from itertools import pairwise
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -68,3 +69,19 @@ def test_no_temporary_files_are_left(tmp_path):
     run(tmp_path, "steady", fmt="parquet", rows_per_file=300)
     names = [p.name for p in (tmp_path / "records").iterdir()]
     assert names and all(n.startswith("part-") and n.endswith(".parquet") for n in names)
+
+
+def test_files_are_read_in_the_order_they_were_written(tmp_path):
+    """Spark's file source orders new files by modification time (Hadoop: milliseconds);
+    files written within one clock tick must not tie, or a batch may take a later file
+    before an earlier one and the earlier one's records then look like replays."""
+    from services.simulator import ReplayDirectory
+
+    sink = ReplayDirectory(tmp_path, rows_per_file=1)
+    for offset in range(40):
+        sink.write((0, offset, 1_000, [b"k"], [b"v"]))
+    sink.close()
+    files = sorted((tmp_path / "records").glob("part-*.parquet"))
+    assert len(files) == 40
+    stamps = [f.stat().st_mtime_ns // 1_000_000 for f in files]  # what Hadoop sees
+    assert all(b > a for a, b in pairwise(stamps)), stamps
