@@ -372,7 +372,7 @@ class BatchProcessor:
         )
         if groups.active:
             self.tracker.forget(groups.dropped(self.tracker.groups()))
-        self.checked: set[str] = set()  # dropped groups whose partition was checked
+        self.checked: set[str] = set()  # groups whose coordinator partition was checked
         self.retry = retry or RetryPolicy()
         # Shared by the batch writes and the driver's status reports (`stream._report`),
         # so that a database outage is logged once, whoever notices it.
@@ -502,9 +502,7 @@ class BatchProcessor:
         for partition, last in dropped.end_offsets.items():
             stats.end_offsets[partition] = max(stats.end_offsets.get(partition, -1), last)
         for group, partition in dropped.partitions:
-            if group not in self.checked:
-                self.checked.add(group)
-                self._check_partition(group, partition)
+            self._check_partition(group, partition)
         return table
 
     def _log_tracker_counts(self, batch_id: int, stats: BatchStats) -> None:
@@ -645,9 +643,12 @@ class BatchProcessor:
 
     def _check_partition(self, group: str | None, source_partition: int) -> None:
         """Kafka keeps a group's records in partition_for(group, N); anything else means
-        the configured N (offsets.topic.num.partitions) is wrong. Reported once per group."""
-        if group is None or group in self.mismatched:
+        the configured N (offsets.topic.num.partitions) is wrong. Checked once per group
+        (all of a group's records are in one partition), so that the hash is not computed
+        again for every reduced row of a batch; a mismatch is reported once."""
+        if group is None or group in self.checked:
             return
+        self.checked.add(group)
         expected = partition_for(group, self.offsets_partitions)
         if expected != source_partition:
             self.mismatched[group] = (expected, source_partition)
