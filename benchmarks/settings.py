@@ -85,6 +85,12 @@ def _versions(raw: str) -> tuple[str, ...]:
     return chosen
 
 
+def _list(name: str, default: str, allowed: tuple[str, ...]) -> tuple[str, ...]:
+    """A comma-separated choice of `allowed`."""
+    what = f"a comma-separated list of {', '.join(allowed)}"
+    return _read(name, default, _choices(allowed), what)
+
+
 def _shape(raw: str) -> tuple[int, int]:
     topics, partitions = raw.split("x")
     return _positive(topics), _positive(partitions)
@@ -99,18 +105,10 @@ def settings() -> BenchSettings:
         stream_records=_read("GROUPSCOPE_BENCH_RECORDS", "20000000", _positive, count),
         stream_files=_read("GROUPSCOPE_BENCH_FILES", "1000000", _positive, count),
         stream_backlog=_read("GROUPSCOPE_BENCH_BACKLOG", "4000000", _positive, count),
-        stream_cases=_read(
-            "GROUPSCOPE_BENCH_CASES",
-            "commits,rebalances,restart,broker",
-            _choices(STREAM_CASES),
-            f"a comma-separated list of {', '.join(STREAM_CASES)}",
+        stream_cases=_list(
+            "GROUPSCOPE_BENCH_CASES", "commits,rebalances,restart,broker", STREAM_CASES
         ),
-        stream_sources=_read(
-            "GROUPSCOPE_BENCH_SOURCES",
-            ",".join(SOURCES),
-            _choices(SOURCES),
-            f"a comma-separated list of {', '.join(SOURCES)}",
-        ),
+        stream_sources=_list("GROUPSCOPE_BENCH_SOURCES", ",".join(SOURCES), SOURCES),
         kafka_versions=_read(
             "GROUPSCOPE_BENCH_KAFKA_VERSIONS",
             "",
@@ -132,12 +130,7 @@ def settings() -> BenchSettings:
         prune_groups=_read("GROUPSCOPE_BENCH_PRUNE_GROUPS", "100", _positive, count),
         prune_days=_read("GROUPSCOPE_BENCH_PRUNE_DAYS", "8", _positive, count),
         database_url=os.environ.get("GROUPSCOPE_BENCH_DATABASE_URL") or None,
-        assignors=_read(
-            "GROUPSCOPE_BENCH_ASSIGNOR",
-            ",".join(ASSIGNORS),
-            _choices(ASSIGNORS),
-            f"a comma-separated list of {', '.join(ASSIGNORS)}",
-        ),
+        assignors=_list("GROUPSCOPE_BENCH_ASSIGNOR", ",".join(ASSIGNORS), ASSIGNORS),
         assignor_shape=_read(
             "GROUPSCOPE_BENCH_ASSIGNOR_SHAPE",
             "500x2000",
