@@ -531,11 +531,16 @@ def test_rebalance_lag_is_how_far_the_group_fell_behind_while_its_commits_paused
                 lambda: (m := rebalance_metrics(running, topic))["lag"] == 0 and m, 60, "lag 0"
             )
             assert all(seen[name] is None for name in REBALANCE_LAG)  # never rebalanced
-            time.sleep(2 * INTERVAL_S)  # samples from before the first member's commit
+            # The window starts at T - G: before the first member's commit by as long as
+            # the second member takes from the rebalance (T) to its first commit. The
+            # exporter must hold a sample from before that.
+            time.sleep(4 * INTERVAL_S)
             poll_until(members, [2])
             commit_at(members[0], topic, 0)  # the moved partition's last commit before
             before = kafkas_lag_sum(broker, topic)
             empty = rebalance_metrics(running, topic)  # a refresh that saw no record yet
+            # every refresh whose poll sees the records then begins after the commit
+            time.sleep(3 * INTERVAL_S)
             produce(broker, topic, REBALANCED_RECORDS, partitions=2)
             paused = wait_for(
                 lambda: (m := rebalance_metrics(running, topic))["lag"] == 2 * REBALANCED_RECORDS
