@@ -85,6 +85,8 @@ def over(
     with its lag sum (NaN: no complete sample) and time lag; None unless the samples
     from the last one at or before `start` through the first one at or after `end` are
     all held and complete."""
+    if end < start:  # the window lies after now: the broker's clock is ahead
+        return None
     first = int(np.searchsorted(times, start, side="right")) - 1
     last = int(np.searchsorted(times, end, side="left"))
     if first < 0 or last >= len(times):

@@ -44,6 +44,8 @@ def test_no_value_without_samples_from_before_the_start_through_the_end() -> Non
     assert over(TIMES[2:], LAG[2:], SECONDS[2:], 12.0, 35.0) is None
     # not sampled at or after the end yet
     assert over(TIMES, LAG, SECONDS, 12.0, 55.0) is None
+    # a window after the latest sample (the broker's clock ahead of the exporter's)
+    assert over(TIMES, LAG, SECONDS, 60.0, 50.0) is None
     # no samples at all
     empty = np.zeros(0)
     assert over(empty, empty, empty, 12.0, 35.0) is None
