@@ -143,10 +143,16 @@ class GroupLagSamples:
         self.seconds = self.seconds[:, columns]
         self.columns = {g: i for i, g in enumerate(kept)}
 
-    def of(self, group: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def rows(self) -> np.ndarray:
+        """The rows held, oldest first."""
+        return (np.arange(self.count) + self.next - self.count) % self.depth
+
+    def of(
+        self, group: str, rows: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(times, lag sums, time lags) of `group`'s samples, oldest first (all NaN for a
-        group never sampled)."""
-        rows = (np.arange(self.count) + self.next - self.count) % self.depth
+        group never sampled); `rows`: `self.rows()`, if the caller has it."""
+        rows = self.rows() if rows is None else rows
         column = self.columns.get(group)
         if column is None:
             nothing = np.full(len(rows), np.nan)
@@ -164,7 +170,8 @@ def group_totals(
     group = offsets.pair_group[offsets.pair]
     known = ~np.isnan(lag.lag) & read
     complete = np.bincount(group[~known], minlength=n) == 0
-    total = np.bincount(group[known], weights=lag.lag[known], minlength=n)
+    # (float64 even where no row is known: bincount then gives integers)
+    total = np.bincount(group[known], weights=lag.lag[known], minlength=n).astype(np.float64)
     seconds = np.zeros(n)
     np.maximum.at(seconds, group[known], lag.seconds[known])
     total[~complete] = np.nan
@@ -191,6 +198,7 @@ class RebalanceLagWatch:
         self.samples.record(now, offsets.groups, total, seconds)
         out: dict[str, RebalanceLag] = {}
         final: dict[str, tuple[LastRebalance, RebalanceLag | None]] = {}
+        rows = self.samples.rows()
         for group, last in snapshot.last_rebalances.items():
             judged = self.final.get(group)
             if judged is not None and judged[0] == last:
@@ -200,7 +208,7 @@ class RebalanceLagWatch:
                 w = window(last, now)
                 if w is None:
                     continue
-                value = over(*self.samples.of(group), w.start, w.end)
+                value = over(*self.samples.of(group, rows), w.start, w.end)
                 if w.final:
                     final[group] = (last, value)
             if value is not None:

@@ -543,9 +543,11 @@ def test_rebalance_lag_is_how_far_the_group_fell_behind_while_its_commits_paused
             time.sleep(3 * INTERVAL_S)
             produce(broker, topic, REBALANCED_RECORDS, partitions=2)
             paused = wait_for(
-                lambda: (m := rebalance_metrics(running, topic))["lag"] == 2 * REBALANCED_RECORDS
-                and (m["seconds"] or 0) > 0
-                and m,
+                lambda: (
+                    (m := rebalance_metrics(running, topic))["lag"] == 2 * REBALANCED_RECORDS
+                    and (m["seconds"] or 0) > 0
+                    and m
+                ),
                 60,
                 "the lag while paused",
             )
@@ -558,8 +560,9 @@ def test_rebalance_lag_is_how_far_the_group_fell_behind_while_its_commits_paused
             job = run_once(broker, cluster.url, cluster.checkpoint, *PARTITION_COUNT)
             assert job.code == 0, job.log[-3000:]
             got = wait_for(
-                lambda: (m := rebalance_metrics(running, topic))[REBALANCE_LAG[0]] is not None
-                and m,
+                lambda: (
+                    (m := rebalance_metrics(running, topic))[REBALANCE_LAG[0]] is not None and m
+                ),
                 60,
                 "the rebalance lag",
             )
@@ -580,9 +583,9 @@ def test_rebalance_lag_is_how_far_the_group_fell_behind_while_its_commits_paused
 
         with exporter(tmp_path, *flags) as late:
             after = wait_for(
-                lambda: (m := rebalance_metrics(late, topic))["lag"] == 0
-                and m["gap"] is not None
-                and m,
+                lambda: (
+                    (m := rebalance_metrics(late, topic))["lag"] == 0 and m["gap"] is not None and m
+                ),
                 60,
                 "the late exporter's lag",
             )

@@ -80,7 +80,12 @@ def test_the_samples_are_a_ring_of_refreshes_by_group() -> None:
     samples = GroupLagSamples(depth=4)
     for i in range(6):
         groups = ["a", "b"] if i != 3 else ["a"]  # b has no offsets at refresh 3
-        samples.record(float(i), groups, np.array([i * 10.0, i + 0.5])[: len(groups)], np.ones(2)[: len(groups)])
+        samples.record(
+            float(i),
+            groups,
+            np.array([i * 10.0, i + 0.5])[: len(groups)],
+            np.ones(2)[: len(groups)],
+        )
     times, lag, _ = samples.of("a")
     assert times.tolist() == [2.0, 3.0, 4.0, 5.0] and lag.tolist() == [20.0, 30.0, 40.0, 50.0]
     times, lag, _ = samples.of("b")
