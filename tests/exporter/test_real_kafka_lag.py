@@ -73,7 +73,9 @@ class Cluster:
     checkpoint: Path  # the clean run's: a later run goes on from where it stopped
 
 
-def end_offsets(broker: RealKafka, topic: str, committed: bool) -> dict[int, int]:
+def end_offsets(
+    broker: RealKafka, topic: str, committed: bool, partitions: int = PARTITIONS
+) -> dict[int, int]:
     """ListOffsets(latest) of every partition: the last stable offset at isolation level
     read_committed, the high watermark at read_uncommitted."""
     from confluent_kafka import IsolationLevel, TopicPartition
@@ -81,7 +83,7 @@ def end_offsets(broker: RealKafka, topic: str, committed: bool) -> dict[int, int
 
     admin = AdminClient(broker.client_config())
     level = IsolationLevel.READ_COMMITTED if committed else IsolationLevel.READ_UNCOMMITTED
-    request = {TopicPartition(topic, p): OffsetSpec.latest() for p in range(PARTITIONS)}
+    request = {TopicPartition(topic, p): OffsetSpec.latest() for p in range(partitions)}
     futures = admin.list_offsets(request, isolation_level=level, request_timeout=30)
     return {tp.partition: f.result(30).offset for tp, f in futures.items()}
 
@@ -501,9 +503,10 @@ def commit_at(consumer, topic: str, offset: int) -> None:
 
 def kafkas_lag_sum(broker: RealKafka, topic: str) -> int:
     """ListOffsets(latest, read_committed) minus ListConsumerGroupOffsets, summed."""
-    ends = end_offsets(broker, topic, committed=True)
+    ends = end_offsets(broker, topic, committed=True, partitions=2)
     committed = admin_offsets(broker, [REBALANCED])[REBALANCED]
-    return sum(ends[p] - o for (t, p), o in committed.items() if t == topic and p in ends)
+    assert {p for t, p in committed if t == topic} == set(ends)
+    return sum(ends[p] - o for (t, p), o in committed.items() if t == topic)
 
 
 def test_rebalance_lag_is_how_far_the_group_fell_behind_while_its_commits_paused(
