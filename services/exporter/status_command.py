@@ -45,7 +45,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("group", nargs="?", help="one group: its partitions and windows")
+    parser.add_argument(
+        "group",
+        nargs="?",
+        help="one group: its partitions and windows, and how far it fell behind during its "
+        "last rebalance",
+    )
     parser.add_argument(
         "--exporter",
         metavar="URL",
