@@ -390,7 +390,7 @@ def build() -> builders.Dashboard:
                         time_series=True,
                     )
                 ],
-                (10, 8),
+                (7, 8),
                 draw=common.GraphDrawStyle.POINTS,
             )
         )
@@ -407,7 +407,7 @@ def build() -> builders.Dashboard:
                         "{{kind}}",
                     )
                 ],
-                (5, 8),
+                (4, 8),
                 draw=common.GraphDrawStyle.BARS,
             )
         )
@@ -443,6 +443,31 @@ def build() -> builders.Dashboard:
                 [prom('groupscope_group_last_rebalance_commit_gap_seconds{group="$group"}')],
                 (3, 8),
                 unit="s",
+            )
+        )
+        .with_panel(
+            stat_panel(
+                "Last rebalance: lag",
+                (
+                    "How far the committed offsets fell behind during the last rebalance, "
+                    "from the exporter's own lag samples: the offset lag (summed over "
+                    "topics) before its moved partitions stopped committing, and the "
+                    "highest until they all committed again. No value where the exporter "
+                    "did not sample the whole rebalance (it started later, or the "
+                    "rebalance began before its last 240 refreshes)."
+                ),
+                [
+                    prom(
+                        'groupscope_group_last_rebalance_lag_before_records{group="$group"}',
+                        "before",
+                    ),
+                    prom(
+                        'groupscope_group_last_rebalance_lag_peak_records{group="$group"}',
+                        "peak",
+                    ),
+                ],
+                (4, 8),
+                unit="short",
             )
         )
         .with_row(row("Lag and commits"))

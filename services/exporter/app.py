@@ -53,6 +53,7 @@ from sqlalchemy import Engine
 from services.exporter.exposition import ExporterStats, Options, Rendered, prepare
 from services.exporter.lag import Fetch, LagPollError, LagResult, OffsetHistory
 from services.exporter.lagstatus import CommitWindows
+from services.exporter.rebalancelag import RebalanceLagWatch
 from services.exporter.server import BoundedHTTPServer
 from services.exporter.snapshot import (
     Offsets,
@@ -133,6 +134,7 @@ class Exporter:
         self.clock = clock
         self.history = OffsetHistory(config.history_depth)
         self.windows = CommitWindows()
+        self.rebalance_lag = RebalanceLagWatch()
         self.status_view: StatusView | None = None
         self._status_lock = threading.Lock()  # the windows: refresh writes, /status reads
         self.stats = ExporterStats()
@@ -245,6 +247,10 @@ class Exporter:
             self.history.keys(offsets.topics, offsets.topic, offsets.partition)
         )
         lag = self.history.lag(rows, offsets.committed, now)
+        # Which committed rows' log ends this poll read (-1: not read).
+        polled = (topic_index << 32) | partitions
+        read = ends[np.searchsorted(polled, (offsets.topic << 32) | offsets.partition)] >= 0
+        lag.rebalance = self.rebalance_lag.update(snapshot, lag, read, now)
         with self._status_lock:
             lag.status = self._lag_status(offsets, rows, lag, now)
         return lag
@@ -269,7 +275,7 @@ class Exporter:
         status[has_time] = self.windows.evaluate(
             window_rows[has_time], lag.lag[has_time], recent, now
         )
-        self.status_view = StatusView(now, offsets, lag.lag, status, window_rows)
+        self.status_view = StatusView(now, offsets, lag.lag, status, window_rows, lag.rebalance)
         return status
 
     def lag_status(self, group: str | None) -> tuple[int, dict[str, Any]]:

@@ -118,6 +118,38 @@ METRICS: tuple[Metric, ...] = (
         "stored before the store measured it.",
     ),
     Metric(
+        "group_last_rebalance_lag_before_records",
+        "gauge",
+        GROUP,
+        "The group's offset lag (groupscope_lag_sum summed over its topics) at the "
+        "exporter's last refresh at or before its last rebalance's window began. The "
+        "window is [T - G, T + G], T the rebalance's time and G its longest commit gap "
+        "(group_last_rebalance_commit_gap_seconds): it holds every moved partition's "
+        "commit gap; it runs to now while a moved partition has not committed again. "
+        "Absent where the exporter holds no complete lag sample of the group from "
+        "before the window through its end (it started later, the window began before "
+        "its last 240 refreshes, a log end was not read), and wherever the commit gap "
+        "gauge is.",
+    ),
+    Metric(
+        "group_last_rebalance_lag_peak_records",
+        "gauge",
+        GROUP,
+        "The highest offset lag of the group (summed over its topics) at the exporter's "
+        "refreshes from the one of ..._lag_before_records through the first at or after "
+        "the end of its last rebalance's window (the latest while it is open): how far "
+        "its committed offsets fell behind during the rebalance; peak minus before is "
+        "what the rebalance added. Absent as ..._lag_before_records is.",
+    ),
+    Metric(
+        "group_last_rebalance_time_lag_peak_seconds",
+        "gauge",
+        GROUP,
+        "The highest time lag of the group (the largest groupscope_lag_seconds of its "
+        "topics) at the same refreshes as ..._lag_peak_records: how old its committed "
+        "position got during its last rebalance. Absent as ..._lag_before_records is.",
+    ),
+    Metric(
         "group_storm",
         "gauge",
         GROUP,

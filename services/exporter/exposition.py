@@ -319,6 +319,12 @@ def _offset_families(
         f["partition_lag_seconds"].append((partition_labels[i], round(float(lag.seconds[i]), 3)))
     if lag.status is not None:
         _lag_status_families(f, snap, lag.status, known, partition_labels)
+    for group in sorted(lag.rebalance):
+        r = lag.rebalance[group]
+        gl = labels(group=group)
+        f["group_last_rebalance_lag_before_records"].append((gl, r.before))
+        f["group_last_rebalance_lag_peak_records"].append((gl, r.peak))
+        f["group_last_rebalance_time_lag_peak_seconds"].append((gl, r.peak_seconds))
 
 
 def _lag_status_families(

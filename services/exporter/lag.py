@@ -33,12 +33,16 @@ from __future__ import annotations
 import logging
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 from confluent_kafka import KafkaException
 
 from services.exporter.rows import RowIndex, extend
+
+if TYPE_CHECKING:  # rebalancelag reads LagResult
+    from services.exporter.rebalancelag import RebalanceLag
 
 log = logging.getLogger("groupscope.exporter")
 
@@ -59,6 +63,9 @@ class LagResult:
     seconds: np.ndarray  # float64 (NaN where unknown)
     # Burrow's status code per row (services.exporter.lagstatus; 0 where unknown)
     status: np.ndarray | None = None
+    # group -> how far it fell behind during its latest rebalance, where the exporter's
+    # samples cover it (services.exporter.rebalancelag.RebalanceLag)
+    rebalance: dict[str, RebalanceLag] = field(default_factory=dict)
 
 
 class OffsetHistory:

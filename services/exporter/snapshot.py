@@ -79,7 +79,7 @@ GROUP BY 1, 2
 LAST_REBALANCES = """
 SELECT DISTINCT ON (r.group_name) r.group_name, extract(epoch FROM r.time)::float8,
     r.partitions_moved, r.baseline_moves, t.partition_count,
-    extract(epoch FROM r.gap_max)::float8
+    extract(epoch FROM r.gap_max)::float8, coalesce(r.gap_waiting, 0)
 FROM rebalances r
 JOIN generations t ON t.id = r.to_generation_pk
 ORDER BY r.group_name, r.time DESC, r.to_generation_pk DESC
@@ -182,6 +182,7 @@ class LastRebalance:
     baseline: int | None
     partitions: int | None
     gap: float | None = None  # seconds: the longest commit gap of its moved partitions
+    waiting: int = 0  # moved partitions that have not committed since the handover
 
 
 @dataclass(frozen=True, slots=True)

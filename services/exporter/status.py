@@ -4,18 +4,21 @@ The windows of commits that the statuses are judged on live in the exporter (the
 the log-end history it polls), so the CLI (`groupscope lag-status`) asks the exporter,
 as Burrow's users ask Burrow's HTTP API. `/status` lists every group with its status,
 its partitions by status and its worst partition; `/status?group=NAME` gives each of the
-group's partitions with its status, lag and window.
+group's partitions with its status, lag and window, and how far the group fell behind
+during its last rebalance where the exporter sampled it (`last_rebalance_lag`,
+services/exporter/rebalancelag.py; null elsewhere).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
 
 from services.exporter.lagstatus import NAMES, CommitWindows, group_status
+from services.exporter.rebalancelag import RebalanceLag
 from services.exporter.snapshot import Offsets
 
 
@@ -29,6 +32,7 @@ class StatusView:
     lag: np.ndarray
     status: np.ndarray
     window_rows: np.ndarray
+    rebalance: dict[str, RebalanceLag] = field(default_factory=dict)
 
 
 def _iso(seconds: float) -> str:
@@ -104,5 +108,16 @@ def group_document(view: StatusView, windows: CommitWindows, group: str) -> dict
         "group": group,
         "status": NAMES[group_status(view.status[rows])],
         "total_lag": int(view.lag[rows].sum()),
+        "last_rebalance_lag": _rebalance_lag(view.rebalance.get(group)),
         "partitions": partitions,
+    }
+
+
+def _rebalance_lag(value: RebalanceLag | None) -> dict[str, Any] | None:
+    if value is None:
+        return None
+    return {
+        "before": value.before,
+        "peak": value.peak,
+        "peak_time_lag_seconds": value.peak_seconds,
     }

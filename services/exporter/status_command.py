@@ -22,6 +22,9 @@ its last 10 commits (docs/metrics.md, groupscope_group_lag_status):
   REWIND  a committed offset went back
 A group is its worst partition, STOP, STALL and REWIND counting as ERR. The windows live
 in the exporter (they need the log-end offsets it polls), so this asks it over HTTP.
+One group's view also says how far it fell behind during its last rebalance (its lag
+before, at its peak, and its peak time lag), where the exporter sampled all of it
+(docs/metrics.md, groupscope_group_last_rebalance_lag_peak_records).
 
 examples:
   groupscope lag-status                       # every group, worst first
@@ -42,7 +45,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("group", nargs="?", help="one group: its partitions and windows")
+    parser.add_argument(
+        "group",
+        nargs="?",
+        help="one group: its partitions and windows, and how far it fell behind during its "
+        "last rebalance",
+    )
     parser.add_argument(
         "--exporter",
         metavar="URL",
@@ -128,6 +136,12 @@ def group_text(document: dict[str, Any]) -> str:
     headers = ("TOPIC", "PARTITION", "STATUS", "LAG", "COMMITTED", "COMMITS", "LAG AT COMMITS")
     head = (
         f"group {name(document['group'])}: {document['status']}, total lag "
-        f"{document['total_lag']} (as of {document['taken_at']})\n\n"
+        f"{document['total_lag']} (as of {document['taken_at']})\n"
     )
-    return head + table(headers, rows) + "\n"
+    rebalance = document.get("last_rebalance_lag")  # absent from older exporters
+    if rebalance is not None:
+        head += (
+            f"last rebalance: lag {rebalance['before']} before, {rebalance['peak']} at its "
+            f"peak, peak time lag {rebalance['peak_time_lag_seconds']}s\n"
+        )
+    return head + "\n" + table(headers, rows) + "\n"

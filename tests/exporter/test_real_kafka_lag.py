@@ -13,10 +13,13 @@ its lag is Kafka's answer, the committed offsets of ListConsumerGroupOffsets aga
 ListOffsets(latest, read_committed). Its time lag is checked against the definition
 (docs/architecture.md, "Lag"): the age of the record at the committed offset, whose
 append time Kafka gives (a topic with `message.timestamp.type=LogAppendTime`).
+Last, a real group rebalances while its commits pause and records are produced, and the
+exporter's rebalance lag (services/exporter/rebalancelag.py) is the lag Kafka had then.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 import time
@@ -45,6 +48,8 @@ GROUPS = (READER, PARTIAL, STEADY)
 # coordinator-partition check names it in neither run. It commits offset CLOCKED_AT, the
 # log end, before the exporter starts; the record at that offset is written later.
 CLOCKED, CLOCKED_AT = "clocked-321", 3
+# The rebalance lag group, on a topic of its own, in partition 5 of both 7 and 50.
+REBALANCED, REBALANCED_RECORDS = "rebalanced-10", 6  # records per partition while paused
 INTERVAL_S = 0.5  # the exporter's --interval
 SETTLE_S = 3.0  # history before the record at CLOCKED_AT; its age when checked
 PARTIAL_OFFSETS = {0: 5, 1: 10, 2: 17}  # in the committed transaction, its marker, the LSO
@@ -64,9 +69,13 @@ class Cluster:
     default: Once  # the default, 50
     open_transaction: Any  # the producer whose transaction is still open
     clock: str  # CLOCKED's topic: one partition, LogAppendTime
+    rebalanced: str  # REBALANCED's topic: two partitions, committed at 0 before any record
+    checkpoint: Path  # the clean run's: a later run goes on from where it stopped
 
 
-def end_offsets(broker: RealKafka, topic: str, committed: bool) -> dict[int, int]:
+def end_offsets(
+    broker: RealKafka, topic: str, committed: bool, partitions: int = PARTITIONS
+) -> dict[int, int]:
     """ListOffsets(latest) of every partition: the last stable offset at isolation level
     read_committed, the high watermark at read_uncommitted."""
     from confluent_kafka import IsolationLevel, TopicPartition
@@ -74,7 +83,7 @@ def end_offsets(broker: RealKafka, topic: str, committed: bool) -> dict[int, int
 
     admin = AdminClient(broker.client_config())
     level = IsolationLevel.READ_COMMITTED if committed else IsolationLevel.READ_UNCOMMITTED
-    request = {TopicPartition(topic, p): OffsetSpec.latest() for p in range(PARTITIONS)}
+    request = {TopicPartition(topic, p): OffsetSpec.latest() for p in range(partitions)}
     futures = admin.list_offsets(request, isolation_level=level, request_timeout=30)
     return {tp.partition: f.result(30).offset for tp, f in futures.items()}
 
@@ -103,13 +112,15 @@ def transactions(broker: RealKafka, topic: str):
     return producer
 
 
-def produce(broker: RealKafka, topic: str, count: int) -> None:
-    """`count` records into partition 0, each acknowledged before this returns."""
+def produce(broker: RealKafka, topic: str, count: int, partitions: int = 1) -> None:
+    """`count` records into each of the first `partitions` partitions, each acknowledged
+    before this returns."""
     from confluent_kafka import Producer
 
     producer = Producer(broker.client_config(**{"linger.ms": 0}))
-    for i in range(count):
-        producer.produce(topic, f"c{i}".encode(), partition=0)
+    for p in range(partitions):
+        for i in range(count):
+            producer.produce(topic, f"c{i}".encode(), partition=p)
     assert producer.flush(30) == 0
 
 
@@ -229,10 +240,15 @@ def cluster(
         clock = broker.create_topic("clock", 1, {"message.timestamp.type": "LogAppendTime"})
         produce(broker, clock, CLOCKED_AT)
         broker.commit(CLOCKED, {(clock, 0): CLOCKED_AT})
+        rebalanced = broker.create_topic("rebalanced", 2)
+        broker.commit(REBALANCED, {(rebalanced, 0): 0, (rebalanced, 1): 0})
         urls = [postgres_server.url(name) for name in names]
-        clean = run_once(broker, urls[0], tmp_path_factory.mktemp("clean"), *PARTITION_COUNT)
+        checkpoint = tmp_path_factory.mktemp("clean")
+        clean = run_once(broker, urls[0], checkpoint, *PARTITION_COUNT)
         default = run_once(broker, urls[1], tmp_path_factory.mktemp("default"))
-        yield Cluster(broker, topic, urls[0], clean, default, producer, clock)
+        yield Cluster(
+            broker, topic, urls[0], clean, default, producer, clock, rebalanced, checkpoint
+        )
     finally:
         for name in names:
             postgres_server.drop_database(name)
@@ -426,3 +442,160 @@ def test_time_lag_is_the_age_of_the_record_at_the_committed_offset(
     assert seen - l0 < SETTLE_S
     (r1, _, s1), (r2, _, s2) = samples
     assert r2 - r1 >= 1.0 and s2 - s1 == pytest.approx(r2 - r1, abs=slack)
+
+
+# -- how far a group fell behind during a rebalance -----------------------------------------
+
+REBALANCE_LAG = (
+    "group_last_rebalance_lag_before_records",
+    "group_last_rebalance_lag_peak_records",
+    "group_last_rebalance_time_lag_peak_seconds",
+)
+
+
+def rebalance_metrics(running: Running, topic: str) -> dict[str, float | None]:
+    """REBALANCED's lag sum, time lag, commit gap and rebalance lag gauges, as scraped."""
+    metrics = running.metrics()
+    group = (("group", REBALANCED),)
+    pair = (("group", REBALANCED), ("topic", topic))
+    out = {name: metrics.get(("groupscope_" + name, group)) for name in REBALANCE_LAG}
+    out["lag"] = metrics.get(("groupscope_lag_sum", pair))
+    out["seconds"] = metrics.get(("groupscope_lag_seconds", pair))
+    out["gap"] = metrics.get(("groupscope_group_last_rebalance_commit_gap_seconds", group))
+    out["refreshed"] = metrics.get(("groupscope_exporter_last_refresh_timestamp_seconds", ()))
+    return out
+
+
+def member(broker: RealKafka, topic: str):
+    """A consumer of REBALANCED (eager `range`), subscribed; it commits only by hand."""
+    from confluent_kafka import Consumer
+
+    consumer = Consumer(
+        broker.client_config(
+            **{
+                "group.id": REBALANCED,
+                "enable.auto.commit": False,
+                "partition.assignment.strategy": "range",
+                "log_level": 3,
+            }
+        )
+    )
+    consumer.subscribe([topic])
+    return consumer
+
+
+def poll_until(consumers: list, sizes: list[int]) -> None:
+    """Poll every consumer until each holds as many partitions as `sizes` says (joining
+    and rebalancing happen in poll)."""
+    deadline = time.monotonic() + 60
+    while [len(c.assignment()) for c in consumers] != sizes:
+        assert time.monotonic() < deadline, f"no assignment of {sizes}"
+        for c in consumers:
+            c.poll(0.1)
+
+
+def commit_at(consumer, topic: str, offset: int) -> None:
+    from confluent_kafka import TopicPartition
+
+    offsets = [TopicPartition(topic, tp.partition, offset) for tp in consumer.assignment()]
+    retry_while_coordinator_pending(lambda: consumer.commit(offsets=offsets, asynchronous=False))
+
+
+def kafkas_lag_sum(broker: RealKafka, topic: str) -> int:
+    """ListOffsets(latest, read_committed) minus ListConsumerGroupOffsets, summed."""
+    ends = end_offsets(broker, topic, committed=True, partitions=2)
+    committed = admin_offsets(broker, [REBALANCED])[REBALANCED]
+    assert {p for t, p in committed if t == topic} == set(ends)
+    return sum(ends[p] - o for (t, p), o in committed.items() if t == topic)
+
+
+def test_rebalance_lag_is_how_far_the_group_fell_behind_while_its_commits_paused(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    """REBALANCED's one member commits (at the offsets the store already has, so that the
+    exporter's lag is Kafka's throughout), then pauses while REBALANCED_RECORDS records
+    per partition are produced; a second member joins (an eager rebalance moves one
+    partition) and both commit at the log end. The job stores the rebalance and its
+    commit gap G (from the first member's commit to the second's), and the exporter,
+    which sampled the group all along, publishes the lag before (Kafka's, 0) and the
+    peak (Kafka's lag while paused: every record produced); the peak time lag is at
+    least the time lag it showed while paused, and at most the time since a refresh
+    that saw the log still empty. A second exporter, started after the rebalance, holds
+    no samples of it and publishes none of the three."""
+    broker, topic = cluster.broker, cluster.rebalanced
+    flags = (
+        *("--database-url", cluster.url, "--bootstrap-servers", broker.bootstrap_servers),
+        *("--interval", f"{INTERVAL_S}s"),
+    )
+    members = [member(broker, topic)]
+    try:
+        with exporter(tmp_path, *flags) as running:
+            seen = wait_for(
+                lambda: (m := rebalance_metrics(running, topic))["lag"] == 0 and m, 60, "lag 0"
+            )
+            assert all(seen[name] is None for name in REBALANCE_LAG)  # never rebalanced
+            # The window starts at T - G: before the first member's commit by as long as
+            # the second member takes from the rebalance (T) to its first commit. The
+            # exporter must hold a sample from before that.
+            time.sleep(4 * INTERVAL_S)
+            poll_until(members, [2])
+            commit_at(members[0], topic, 0)  # the moved partition's last commit before
+            before = kafkas_lag_sum(broker, topic)
+            empty = rebalance_metrics(running, topic)  # a refresh that saw no record yet
+            # every refresh whose poll sees the records then begins after the commit
+            time.sleep(3 * INTERVAL_S)
+            produce(broker, topic, REBALANCED_RECORDS, partitions=2)
+            paused = wait_for(
+                lambda: (
+                    (m := rebalance_metrics(running, topic))["lag"] == 2 * REBALANCED_RECORDS
+                    and (m["seconds"] or 0) > 0
+                    and m
+                ),
+                60,
+                "the lag while paused",
+            )
+            lag_paused = kafkas_lag_sum(broker, topic)
+            members.append(member(broker, topic))
+            poll_until(members, [1, 1])
+            for m in members:  # resumed: both at the log end
+                commit_at(m, topic, REBALANCED_RECORDS)
+            assert kafkas_lag_sum(broker, topic) == 0
+            job = run_once(broker, cluster.url, cluster.checkpoint, *PARTITION_COUNT)
+            assert job.code == 0, job.log[-3000:]
+            got = wait_for(
+                lambda: (
+                    (m := rebalance_metrics(running, topic))[REBALANCE_LAG[0]] is not None and m
+                ),
+                60,
+                "the rebalance lag",
+            )
+            done = time.time()
+            code, body = running.get(f"/status?group={REBALANCED}")
+            assert code == 200, body
+            assert json.loads(body)["last_rebalance_lag"] == {
+                "before": got["group_last_rebalance_lag_before_records"],
+                "peak": got["group_last_rebalance_lag_peak_records"],
+                "peak_time_lag_seconds": got["group_last_rebalance_time_lag_peak_seconds"],
+            }
+        assert (before, lag_paused) == (0, 2 * REBALANCED_RECORDS)
+        assert got["gap"] is not None and got["gap"] > 0
+        assert got["group_last_rebalance_lag_before_records"] == before
+        assert got["group_last_rebalance_lag_peak_records"] == lag_paused
+        peak_seconds = got["group_last_rebalance_time_lag_peak_seconds"]
+        assert paused["seconds"] <= peak_seconds <= done - empty["refreshed"]
+
+        with exporter(tmp_path, *flags) as late:
+            after = wait_for(
+                lambda: (
+                    (m := rebalance_metrics(late, topic))["lag"] == 0 and m["gap"] is not None and m
+                ),
+                60,
+                "the late exporter's lag",
+            )
+            time.sleep(2 * INTERVAL_S)  # a few refreshes more: still nothing
+            after = rebalance_metrics(late, topic)
+        assert after["gap"] == got["gap"]
+        assert all(after[name] is None for name in REBALANCE_LAG)
+    finally:
+        for m in members:
+            m.close()
