@@ -135,6 +135,12 @@ def test_command_rejects_bad_flags_with_one_line() -> None:
         (["--port", "70000"], "--port must be 0-65535"),
         (["--storm-rebalances", "0"], "--storm-rebalances must be at least 1"),
         (["--database-url", "mysql://x"], "expected a PostgreSQL URL"),
+        (["--cluster-bootstrap", "us"], "--cluster-bootstrap expects NAME=SERVERS, not 'us'"),
+        (["--bootstrap-servers", "b:1", "--cluster", "e u"], "--cluster 'e u': a cluster name"),
+        (
+            ["--bootstrap-servers", "b:1", "--cluster-bootstrap", "default=c:1"],
+            "--cluster-bootstrap default: the cluster's brokers are given twice",
+        ),
     ):
         done = subprocess.run(
             [sys.executable, "-m", "services.cli", "exporter", *flags],
