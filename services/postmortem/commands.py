@@ -173,9 +173,9 @@ def run_postmortem(args: argparse.Namespace) -> int:
     since, until = _time_range(args)
     return _answer(
         args,
-        lambda conn, cluster: queries.timeline(conn, args.group, since, until, cluster),
-        lambda entries: render.timeline_json(args.group, entries),
-        lambda entries: render.timeline_text(args.group, entries, wide=args.wide),
+        lambda conn, cluster: (cluster, queries.timeline(conn, args.group, since, until, cluster)),
+        lambda found: render.timeline_json(args.group, found[1], found[0]),
+        lambda found: render.timeline_text(args.group, found[1], wide=args.wide),
     )
 
 

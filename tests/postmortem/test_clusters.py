@@ -38,6 +38,7 @@ def test_each_cluster_answers_for_itself(
     assert run("storms", "--json", "--cluster", "default") == alone["storms"]
 
     east = run_json(run, "postmortem", "billing", "--cluster", "east")
+    assert east["cluster"] == "east"
     assert [g["generation"] for g in east["generations"]] == [1, 2, 3, 4, 5, 6, 7]
     assert run_json(run, "storms", "--cluster", "east") == [
         {
