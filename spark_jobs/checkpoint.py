@@ -33,6 +33,7 @@ from pathlib import Path
 from sqlalchemy import make_url
 
 from services.store.batch import BatchWrite
+from services.store.clusters import DEFAULT_CLUSTER
 from services.store.database import sqlalchemy_url
 from services.store.embedded import data_dir
 from services.store.errors import StoreError
@@ -63,10 +64,14 @@ def database_identity(url: str | None) -> str:
     return f"postgresql://{user}{host}:{parsed.port or 5432}/{parsed.database or ''}"
 
 
-def default_location(source: str, url: str | None) -> Path:
-    """`<data dir>/checkpoints/<hash of source and database>`: a new database gets a new
-    checkpoint, so it is filled from the source's start."""
+def default_location(source: str, url: str | None, cluster: str = DEFAULT_CLUSTER) -> Path:
+    """`<data dir>/checkpoints/<hash of source, database and cluster>`: a new database
+    gets a new checkpoint, so it is filled from the source's start, and so does each
+    cluster. The default cluster's hash leaves its name out, so that a checkpoint made
+    before clusters (migration 0010) is still found."""
     key = f"{source}\n{database_identity(url)}"
+    if cluster != DEFAULT_CLUSTER:
+        key += f"\n{cluster}"
     return data_dir() / "checkpoints" / hashlib.sha1(key.encode()).hexdigest()[:16]
 
 
@@ -217,9 +222,9 @@ def prepare(
         holds = "nothing" if stored is None else f"only batches up to {stored}"
         raise CheckpointAheadError(
             f"checkpoint {path} has committed batch {committed} of {source}, but "
-            f"{database} holds {holds} (a new or restored database?): rerun with "
-            f"{RESET_FLAG} to move the checkpoint aside and replay the source from its "
-            "start (writes are idempotent)"
+            f"{database} holds {holds} of cluster {store.cluster} (a new or restored "
+            f"database?): rerun with {RESET_FLAG} to move the checkpoint aside and replay "
+            "the source from its start (writes are idempotent)"
         )
     if stored is not None and committed is not None and stored > committed + 1:
         log.warning(

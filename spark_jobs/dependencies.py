@@ -48,8 +48,12 @@ def prepare_store(
     once: bool,
     limit: float | None,
     outage: Outage,
+    cluster: str | None = None,
 ) -> Any:
     """Check the server, migrate, then `prepare()` (read what the job starts from).
+
+    `cluster` names the history of a store from before migration 0010 (one cluster's):
+    the job's own cluster, which is what that history is when the job upgrades it.
 
     `--once` fails at the first unreachable attempt with a one-line
     `StoreUnavailableError`; a live job waits for the database (at most `limit` s).
@@ -61,7 +65,7 @@ def prepare_store(
     def attempt() -> Any:
         check_server(engine)
         try:
-            upgrade(url)
+            upgrade(url, cluster=cluster)
             return prepare()
         except DBAPIError as exc:
             error = store_error(exc, f"cannot reach PostgreSQL at {redacted(url)}")

@@ -84,7 +84,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from services.groupfilter import add_group_filter_arguments
     from services.kafka_options import add_kafka_arguments
     from services.settings import env
-    from services.store.options import add_database_url_argument
+    from services.store.options import add_cluster_argument, add_database_url_argument
 
     parser.add_argument(
         "--source",
@@ -99,13 +99,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add_kafka_arguments(parser)
     add_database_url_argument(parser)
+    add_cluster_argument(
+        parser,
+        "the name of the Kafka cluster this job reads (env GROUPSCOPE_CLUSTER; default: "
+        "default). Every row it stores is filed under it, so jobs for several clusters "
+        "share one database (and one exporter) without mixing groups of the same name; "
+        "each gets its own default checkpoint",
+        default=True,
+    )
     parser.add_argument(
         "--checkpoint",
         type=Path,
         default=env("GROUPSCOPE_CHECKPOINT"),
         help="checkpoint directory (env GROUPSCOPE_CHECKPOINT; default: "
-        "<data dir>/checkpoints/<hash of the source and the database>, the data dir being "
-        "$GROUPSCOPE_DATA_DIR or ./.groupscope, so a new database gets a new checkpoint)",
+        "<data dir>/checkpoints/<hash of the source, the database and --cluster>, the data "
+        "dir being $GROUPSCOPE_DATA_DIR or ./.groupscope, so a new database or cluster gets "
+        "a new checkpoint)",
     )
     # No GROUPSCOPE_* variable on purpose: left set in a deployment, it would replay the
     # whole source on every restart.
@@ -252,9 +261,13 @@ def run(args: argparse.Namespace) -> int:
             "services.codec._speedups cannot be loaded: group records decode in pure Python"
         )
     name = config.name
-    checkpoint = config.checkpoint or default_location(name, config.database_url)
+    checkpoint = config.checkpoint or default_location(name, config.database_url, config.cluster)
     log.info(
-        "source %s, client config %s, checkpoint %s", name, redact(dict(config.kafka)), checkpoint
+        "cluster %s, source %s, client config %s, checkpoint %s",
+        config.cluster,
+        name,
+        redact(dict(config.kafka)),
+        checkpoint,
     )
     if config.groups.active:
         log.info(
@@ -291,11 +304,17 @@ def _run_query(config: StreamConfig, checkpoint: Path) -> int:
         try:
             store_outage = Outage("the database", log)
             known = prepare_store(
-                url, engine, lambda: latest_generations(engine), config.once, limit, store_outage
+                url,
+                engine,
+                lambda: latest_generations(engine, config.cluster),
+                config.once,
+                limit,
+                store_outage,
+                config.cluster,
             )
             bases = prepare(
                 checkpoint,
-                HistoryStore(engine),
+                HistoryStore(engine, cluster=config.cluster),
                 name,
                 redacted(config.database_url),
                 config.reset_checkpoint,
@@ -331,7 +350,7 @@ def _run_query(config: StreamConfig, checkpoint: Path) -> int:
                     config.reader,
                 )
             processor = BatchProcessor(
-                HistoryStore(engine),
+                HistoryStore(engine, cluster=config.cluster),
                 name,
                 config.offsets_partitions,
                 known,

@@ -39,6 +39,7 @@ class StreamConfig:
     spark: SparkSettings
     reader: str | None  # the Kafka source's range reader (kind kafka only)
     retention: float | None = None  # --retention in seconds; None keeps every row
+    cluster: str = "default"  # --cluster: the name the store files this job's rows under
 
     @classmethod
     def from_arguments(
@@ -61,6 +62,7 @@ class StreamConfig:
         spark_conf = parse_conf(args.conf)
         limit = max_outage(args.max_outage, args.once)
         retention = parse_retention(args.retention)
+        cluster = parse_cluster(args.cluster)
         spark = SparkSettings.from_environment(environ)
         reader = None
         if kind == "kafka":
@@ -91,6 +93,7 @@ class StreamConfig:
             spark=spark,
             reader=reader,
             retention=retention,
+            cluster=cluster,
         )
 
     @property
@@ -106,6 +109,18 @@ def parse_seconds(text: str) -> float:
     from services.durations import seconds_flag
 
     return seconds_flag("--trigger", text, positive=False)
+
+
+def parse_cluster(text: str) -> str:
+    """--cluster, checked (`services.store.clusters.check_name`)."""
+    from services.cli import UsageError
+    from services.store.clusters import check_name
+    from services.store.errors import ClusterChoiceError
+
+    try:
+        return check_name(text)
+    except ClusterChoiceError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def parse_retention(text: str | None) -> float | None:

@@ -43,7 +43,8 @@ from services.dashboards.panels import (
 REBALANCES = (
     "SELECT time AS \"time\", 'generation ' || generation || coalesce(': ' || moves_actual "
     "|| ' moved, sticky baseline ' || moves_sticky_baseline, '') AS text FROM group_timeline "
-    "WHERE group_name = ${group:sqlstring} AND $__timeFilter(time) ORDER BY time"
+    "WHERE cluster = ${cluster:sqlstring} AND group_name = ${group:sqlstring} AND "
+    "$__timeFilter(time) ORDER BY time"
 )
 
 # One row per rebalance: its causes (possible ones marked "?") and their explanations,
@@ -58,7 +59,8 @@ CAUSES = (
     "string_agg(c->>'explanation', '; ') FROM jsonb_array_elements(causes) c) AS "
     'explanation, extract(epoch FROM gap_max) AS "longest commit gap", extract(epoch '
     'FROM gap_median) AS "median commit gap", gap_waiting AS "waiting to commit" '
-    "FROM group_timeline WHERE group_name = ${group:sqlstring} AND "
+    "FROM group_timeline WHERE cluster = ${cluster:sqlstring} AND group_name = "
+    "${group:sqlstring} AND "
     "moves_actual IS NOT NULL AND $__timeFilter(time) ORDER BY time DESC LIMIT 500"
 )
 
@@ -90,9 +92,17 @@ def build() -> builders.Dashboard:
         )
         .with_variable(
             query_variable(
+                "cluster",
+                "Kafka cluster (the streaming job's --cluster)",
+                "label_values(groupscope_group_info, cluster)",
+                multi=False,
+            )
+        )
+        .with_variable(
+            query_variable(
                 "group",
                 "Consumer group",
-                "label_values(groupscope_group_info, group)",
+                'label_values(groupscope_group_info{cluster="$cluster"}, group)',
                 multi=False,
             )
         )
@@ -100,7 +110,8 @@ def build() -> builders.Dashboard:
             query_variable(
                 "topic",
                 "Topics the group commits offsets for",
-                'label_values(groupscope_committed_offset_sum{group="$group"}, topic)',
+                'label_values(groupscope_committed_offset_sum{cluster="$cluster", '
+                'group="$group"}, topic)',
                 multi=True,
             )
         )
@@ -114,7 +125,7 @@ def build() -> builders.Dashboard:
                     "stable, empty (no members), rebalancing (a cooperative "
                     "revocation round not yet completed) or dead (deleted)."
                 ),
-                [prom('groupscope_group_info{group="$group"}', "{{state}}")],
+                [prom('groupscope_group_info{cluster="$cluster", group="$group"}', "{{state}}")],
                 (3, 4),
                 show_name=True,
             )
@@ -126,7 +137,12 @@ def build() -> builders.Dashboard:
                     "The protocol (assignor) of the latest generation and the "
                     "group type (classic or consumer for KIP-848)."
                 ),
-                [prom('groupscope_group_info{group="$group"}', "{{assignor}} ({{type}})")],
+                [
+                    prom(
+                        'groupscope_group_info{cluster="$cluster", group="$group"}',
+                        "{{assignor}} ({{type}})",
+                    )
+                ],
                 (3, 4),
                 show_name=True,
             )
@@ -135,7 +151,7 @@ def build() -> builders.Dashboard:
             stat_panel(
                 "Generation",
                 "Latest generation (group epoch for KIP-848).",
-                [prom('groupscope_group_generation{group="$group"}')],
+                [prom('groupscope_group_generation{cluster="$cluster", group="$group"}')],
                 (2, 4),
             )
         )
@@ -143,7 +159,7 @@ def build() -> builders.Dashboard:
             stat_panel(
                 "Members",
                 "Members of the latest generation.",
-                [prom('groupscope_group_members{group="$group"}')],
+                [prom('groupscope_group_members{cluster="$cluster", group="$group"}')],
                 (2, 4),
             )
         )
@@ -151,7 +167,7 @@ def build() -> builders.Dashboard:
             stat_panel(
                 "Partitions",
                 "Partitions assigned in the latest generation.",
-                [prom('groupscope_group_assigned_partitions{group="$group"}')],
+                [prom('groupscope_group_assigned_partitions{cluster="$cluster", group="$group"}')],
                 (2, 4),
             )
         )
@@ -163,7 +179,7 @@ def build() -> builders.Dashboard:
                     "is set: the group has had --storm-rebalances rebalances within "
                     "--storm-window (5 within 10m by default)."
                 ),
-                [prom('groupscope_group_storm{group="$group"}')],
+                [prom('groupscope_group_storm{cluster="$cluster", group="$group"}')],
                 (2, 4),
                 steps=FLAG,
                 mappings=value_map(("no storm", "green"), ("STORM", "red")),
@@ -175,7 +191,9 @@ def build() -> builders.Dashboard:
                 "Seconds since the group's last rebalance completed.",
                 [
                     prom(
-                        'time() - groupscope_group_last_rebalance_timestamp_seconds{group="$group"}'
+                        "time() - "
+                        'groupscope_group_last_rebalance_timestamp_seconds{cluster="$cluster", '
+                        'group="$group"}'
                     )
                 ],
                 (3, 4),
@@ -190,7 +208,13 @@ def build() -> builders.Dashboard:
                     "commits-stopped alert fires after 15 minutes while the group "
                     "has members and lag."
                 ),
-                [prom('time() - groupscope_group_last_commit_timestamp_seconds{group="$group"}')],
+                [
+                    prom(
+                        "time() - "
+                        'groupscope_group_last_commit_timestamp_seconds{cluster="$cluster", '
+                        'group="$group"}'
+                    )
+                ],
                 (3, 4),
                 unit="s",
                 steps=levels(orange=300, red=900),
@@ -203,7 +227,7 @@ def build() -> builders.Dashboard:
                     "Seconds since the latest generation (or deletion): how long "
                     "the group has been in its state."
                 ),
-                [prom('groupscope_group_state_seconds{group="$group"}')],
+                [prom('groupscope_group_state_seconds{cluster="$cluster", group="$group"}')],
                 (2, 4),
                 unit="s",
             )
@@ -217,7 +241,7 @@ def build() -> builders.Dashboard:
                     "decreased), ERR (a partition stopped, stalled or went back). "
                     "`groupscope lag-status GROUP` shows the partitions."
                 ),
-                [prom('groupscope_group_lag_status{group="$group"}')],
+                [prom('groupscope_group_lag_status{cluster="$cluster", group="$group"}')],
                 (2, 4),
                 steps=levels(orange=2, red=3),
                 mappings=value_map(
@@ -234,8 +258,11 @@ def build() -> builders.Dashboard:
                     "members on the left axis."
                 ),
                 [
-                    prom('groupscope_group_generation{group="$group"}', "generation"),
-                    prom('groupscope_group_members{group="$group"}', "members"),
+                    prom(
+                        'groupscope_group_generation{cluster="$cluster", group="$group"}',
+                        "generation",
+                    ),
+                    prom('groupscope_group_members{cluster="$cluster", group="$group"}', "members"),
                 ],
                 (12, 8),
                 step=True,
@@ -261,19 +288,20 @@ def build() -> builders.Dashboard:
                 [
                     prom(
                         "increase(groupscope_group_disruptive_rebalances_total"
-                        '{group="$group"}[$__rate_interval])',
+                        '{cluster="$cluster", group="$group"}[$__rate_interval])',
                         "disruptive rebalances",
                     ),
                     prom(
-                        'groupscope_group_rebalances_in_storm_window{group="$group"}',
+                        'groupscope_group_rebalances_in_storm_window{cluster="$cluster", '
+                        'group="$group"}',
                         "disruptive in storm window",
                     ),
-                    in_a_storm('group="$group"', "in a storm"),
+                    in_a_storm('cluster="$cluster", group="$group"', "in a storm"),
                     prom(
                         # Summed over cause before increase(): a cause's series starts at
                         # its first rebalance, which its own increase() would miss.
                         "increase(sum(groupscope_group_rebalances_total"
-                        '{group="$group"})[$__rate_interval:])',
+                        '{cluster="$cluster", group="$group"})[$__rate_interval:])',
                         "all rebalances",
                     ),
                 ],
@@ -306,7 +334,8 @@ def build() -> builders.Dashboard:
                         "joined, (SELECT string_agg((m->>'member') || coalesce(' @' "
                         "|| (m->>'host'), ''), ', ') FROM "
                         'jsonb_array_elements(left_members) m) AS "left" FROM '
-                        "group_timeline WHERE group_name = ${group:sqlstring} AND "
+                        "group_timeline WHERE cluster = ${cluster:sqlstring} AND "
+                        "group_name = ${group:sqlstring} AND "
                         "$__timeFilter(time) ORDER BY time DESC LIMIT 500"
                     )
                 ],
@@ -339,7 +368,9 @@ def build() -> builders.Dashboard:
                 ),
                 [
                     prom(
-                        'sum by (cause) (groupscope_group_rebalances_total{group="$group"})',
+                        "sum by (cause) "
+                        '(groupscope_group_rebalances_total{cluster="$cluster", '
+                        'group="$group"})',
                         "{{cause}}",
                     )
                 ],
@@ -383,8 +414,9 @@ def build() -> builders.Dashboard:
                         (
                             'SELECT time AS "time", moves_actual AS actual, '
                             'moves_sticky_baseline AS "sticky baseline", moves_minimum AS '
-                            "minimum FROM group_timeline WHERE group_name = "
-                            "${group:sqlstring} AND moves_actual IS NOT NULL AND "
+                            "minimum FROM group_timeline WHERE cluster = "
+                            "${cluster:sqlstring} AND group_name = ${group:sqlstring} "
+                            "AND moves_actual IS NOT NULL AND "
                             "$__timeFilter(time) ORDER BY time"
                         ),
                         time_series=True,
@@ -402,7 +434,8 @@ def build() -> builders.Dashboard:
                     prom(
                         (
                             "sum by (kind) "
-                            '(increase(groupscope_group_partition_moves_total{group="$group"}[$__rate_interval]))'
+                            '(increase(groupscope_group_partition_moves_total{cluster="$cluster", '
+                            'group="$group"}[$__rate_interval]))'
                         ),
                         "{{kind}}",
                     )
@@ -415,7 +448,7 @@ def build() -> builders.Dashboard:
             stat_panel(
                 "Last rebalance: churn ratio",
                 "Share of the assigned partitions that moved in the last rebalance.",
-                [prom('groupscope_group_last_churn_ratio{group="$group"}')],
+                [prom('groupscope_group_last_churn_ratio{cluster="$cluster", group="$group"}')],
                 (3, 8),
                 unit="percentunit",
                 steps=CHURN,
@@ -425,7 +458,7 @@ def build() -> builders.Dashboard:
             stat_panel(
                 "Last rebalance: excess moves",
                 "Actual minus sticky-baseline moves of the last rebalance.",
-                [prom('groupscope_group_last_excess_moves{group="$group"}')],
+                [prom('groupscope_group_last_excess_moves{cluster="$cluster", group="$group"}')],
                 (3, 8),
                 steps=EXCESS,
             )
@@ -440,7 +473,12 @@ def build() -> builders.Dashboard:
                     "commit interval; no value while nothing moved or no moved partition "
                     "has committed again."
                 ),
-                [prom('groupscope_group_last_rebalance_commit_gap_seconds{group="$group"}')],
+                [
+                    prom(
+                        'groupscope_group_last_rebalance_commit_gap_seconds{cluster="$cluster", '
+                        'group="$group"}'
+                    )
+                ],
                 (3, 8),
                 unit="s",
             )
@@ -458,11 +496,13 @@ def build() -> builders.Dashboard:
                 ),
                 [
                     prom(
-                        'groupscope_group_last_rebalance_lag_before_records{group="$group"}',
+                        'groupscope_group_last_rebalance_lag_before_records{cluster="$cluster", '
+                        'group="$group"}',
                         "before",
                     ),
                     prom(
-                        'groupscope_group_last_rebalance_lag_peak_records{group="$group"}',
+                        'groupscope_group_last_rebalance_lag_peak_records{cluster="$cluster", '
+                        'group="$group"}',
                         "peak",
                     ),
                 ],
@@ -475,7 +515,12 @@ def build() -> builders.Dashboard:
             timeseries_panel(
                 "Offset lag",
                 "Log-end offset minus committed offset, summed over each topic's partitions.",
-                [prom('groupscope_lag_sum{group="$group", topic=~"$topic"}', "{{topic}}")],
+                [
+                    prom(
+                        'groupscope_lag_sum{cluster="$cluster", group="$group", topic=~"$topic"}',
+                        "{{topic}}",
+                    )
+                ],
                 (8, 8),
                 unit="short",
             )
@@ -487,7 +532,13 @@ def build() -> builders.Dashboard:
                     "Estimated age of the committed position (worst partition of "
                     "each topic); the dashed line is the alert threshold."
                 ),
-                [prom('groupscope_lag_seconds{group="$group", topic=~"$topic"}', "{{topic}}")],
+                [
+                    prom(
+                        'groupscope_lag_seconds{cluster="$cluster", group="$group", '
+                        'topic=~"$topic"}',
+                        "{{topic}}",
+                    )
+                ],
                 (8, 8),
                 unit="s",
                 steps=levels(red=300),
@@ -506,13 +557,15 @@ def build() -> builders.Dashboard:
                             # A gauge (a sum over partitions, which can drop when an
                             # offset expires): deriv(), since rate() reads a drop as a
                             # counter reset.
-                            'deriv(groupscope_committed_offset_sum{group="$group", '
+                            'deriv(groupscope_committed_offset_sum{cluster="$cluster", '
+                            'group="$group", '
                             'topic=~"$topic"}[$__rate_interval])'
                         ),
                         "consumed {{topic}}",
                     ),
                     prom(
-                        'rate(groupscope_group_commits_total{group="$group"}[$__rate_interval])',
+                        'rate(groupscope_group_commits_total{cluster="$cluster", '
+                        'group="$group"}[$__rate_interval])',
                         "commit records",
                     ),
                 ],
@@ -533,8 +586,9 @@ def build() -> builders.Dashboard:
                         (
                             'SELECT coalesce(commit_timestamp, minute) AS "time", '
                             "topic || '-' || partition AS metric, committed_offset AS "
-                            "value FROM offset_history_entries WHERE group_name = "
-                            "${group:sqlstring} AND topic IN (${topic:sqlstring}) AND "
+                            "value FROM offset_history_entries WHERE cluster = "
+                            "${cluster:sqlstring} AND group_name = ${group:sqlstring} "
+                            "AND topic IN (${topic:sqlstring}) AND "
                             "$__timeFilter(minute) ORDER BY 1"
                         ),
                         time_series=True,
@@ -557,7 +611,8 @@ def build() -> builders.Dashboard:
                     Sql(
                         "SELECT topic, partition, member, client_id, client_host, "
                         "generation, valid_from FROM partition_ownership WHERE "
-                        "group_name = ${group:sqlstring} AND topic IN "
+                        "cluster = ${cluster:sqlstring} AND group_name = "
+                        "${group:sqlstring} AND topic IN "
                         "(${topic:sqlstring}) AND valid_from <= $__timeTo() AND "
                         "(valid_until IS NULL OR valid_until > $__timeTo()) ORDER BY "
                         "topic, partition"
@@ -583,8 +638,9 @@ def build() -> builders.Dashboard:
                         "FROM storm_end - storm_start) AS duration FROM "
                         "rebalance_storms_between($__timeFrom(), $__timeTo(), "
                         "${storm_window:sqlstring}::interval, "
-                        "${storm_rebalances:sqlstring}::integer) WHERE group_name = "
-                        "${group:sqlstring} ORDER BY storm_start DESC"
+                        "${storm_rebalances:sqlstring}::integer) WHERE cluster = "
+                        "${cluster:sqlstring} AND group_name = ${group:sqlstring} ORDER "
+                        "BY storm_start DESC"
                     )
                 ],
                 (24, 6),

@@ -50,9 +50,18 @@ def build() -> builders.Dashboard:
         )
         .with_variable(
             query_variable(
+                "cluster",
+                "Kafka clusters (the streaming jobs' --cluster)",
+                "label_values(groupscope_group_info, cluster)",
+                multi=True,
+                all_value=".*",
+            )
+        )
+        .with_variable(
+            query_variable(
                 "group",
                 "Consumer groups",
-                "label_values(groupscope_group_info, group)",
+                'label_values(groupscope_group_info{cluster=~"$cluster"}, group)',
                 multi=True,
                 all_value=".*",
             )
@@ -61,7 +70,8 @@ def build() -> builders.Dashboard:
             query_variable(
                 "topic",
                 "Topics the selected groups commit offsets for",
-                'label_values(groupscope_committed_offset_sum{group=~"$group"}, topic)',
+                'label_values(groupscope_committed_offset_sum{cluster=~"$cluster", '
+                'group=~"$group"}, topic)',
                 multi=True,
                 all_value=".*",
             )
@@ -71,7 +81,12 @@ def build() -> builders.Dashboard:
             stat_panel(
                 "Groups",
                 "Consumer groups in the history store that have not been deleted.",
-                [prom('count(groupscope_group_info{group=~"$group", state!="dead"})')],
+                [
+                    prom(
+                        'count(groupscope_group_info{cluster=~"$cluster", group=~"$group", '
+                        'state!="dead"})'
+                    )
+                ],
                 (3, 5),
             )
         )
@@ -84,7 +99,7 @@ def build() -> builders.Dashboard:
                     "--storm-rebalances disruptive rebalances within --storm-window (5 "
                     "within 10m by default), as the storm alert reads it."
                 ),
-                [prom('sum(groupscope_group_storm{group=~"$group"})')],
+                [prom('sum(groupscope_group_storm{cluster=~"$cluster", group=~"$group"})')],
                 (3, 5),
                 steps=FLAG,
             )
@@ -101,7 +116,7 @@ def build() -> builders.Dashboard:
                 [
                     prom(
                         "sum(increase(groupscope_group_disruptive_rebalances_total"
-                        '{group=~"$group"}[$__range]))'
+                        '{cluster=~"$cluster", group=~"$group"}[$__range]))'
                     )
                 ],
                 (3, 5),
@@ -117,9 +132,11 @@ def build() -> builders.Dashboard:
                 ),
                 [
                     prom(
-                        'sum(increase(groupscope_group_partition_moves_total{group=~"$group", '
+                        'sum(increase(groupscope_group_partition_moves_total{cluster=~"$cluster", '
+                        'group=~"$group", '
                         'kind="actual"}[$__range])) - '
-                        'sum(increase(groupscope_group_partition_moves_total{group=~"$group", '
+                        'sum(increase(groupscope_group_partition_moves_total{cluster=~"$cluster", '
+                        'group=~"$group", '
                         'kind="baseline"}[$__range]))'
                     )
                 ],
@@ -135,7 +152,12 @@ def build() -> builders.Dashboard:
                     "The largest estimated age of a committed position over the "
                     "selected groups and topics."
                 ),
-                [prom('max(groupscope_lag_seconds{group=~"$group", topic=~"$topic"})')],
+                [
+                    prom(
+                        'max(groupscope_lag_seconds{cluster=~"$cluster", group=~"$group", '
+                        'topic=~"$topic"})'
+                    )
+                ],
                 (3, 5),
                 unit="s",
                 steps=TIME_LAG,
@@ -148,7 +170,7 @@ def build() -> builders.Dashboard:
                     "Whether the streaming job has processed everything "
                     "__consumer_offsets had (every source)."
                 ),
-                [prom("min(groupscope_pipeline_caught_up)")],
+                [prom('min(groupscope_pipeline_caught_up{cluster=~"$cluster"})')],
                 (3, 5),
                 mappings=value_map(("behind", "red"), ("caught up", "green")),
             )
@@ -160,7 +182,13 @@ def build() -> builders.Dashboard:
                     "stable, empty (no members), rebalancing (a cooperative "
                     "revocation round not yet completed), dead (deleted)."
                 ),
-                [prom('count by (state) (groupscope_group_info{group=~"$group"})', "{{state}}")],
+                [
+                    prom(
+                        'count by (state) (groupscope_group_info{cluster=~"$cluster", '
+                        'group=~"$group"})',
+                        "{{state}}",
+                    )
+                ],
                 (6, 5),
                 stacked=True,
             )
@@ -170,31 +198,53 @@ def build() -> builders.Dashboard:
                 "Consumer groups",
                 "One row per group; click a group for its drill-down dashboard.",
                 [
-                    prom('groupscope_group_info{group=~"$group"}', table_format=True),
-                    prom('groupscope_group_members{group=~"$group"}', table_format=True),
-                    prom('groupscope_group_generation{group=~"$group"}', table_format=True),
                     prom(
-                        'groupscope_group_rebalances_in_storm_window{group=~"$group"}',
+                        'groupscope_group_info{cluster=~"$cluster", group=~"$group"}',
                         table_format=True,
                     ),
-                    prom('groupscope_group_last_churn_ratio{group=~"$group"}', table_format=True),
                     prom(
-                        ('sum by (group) (groupscope_lag_sum{group=~"$group", topic=~"$topic"})'),
+                        'groupscope_group_members{cluster=~"$cluster", group=~"$group"}',
+                        table_format=True,
+                    ),
+                    prom(
+                        'groupscope_group_generation{cluster=~"$cluster", group=~"$group"}',
+                        table_format=True,
+                    ),
+                    prom(
+                        'groupscope_group_rebalances_in_storm_window{cluster=~"$cluster", '
+                        'group=~"$group"}',
+                        table_format=True,
+                    ),
+                    prom(
+                        'groupscope_group_last_churn_ratio{cluster=~"$cluster", group=~"$group"}',
                         table_format=True,
                     ),
                     prom(
                         (
-                            'max by (group) (groupscope_lag_seconds{group=~"$group", '
+                            "sum by (cluster, group) "
+                            '(groupscope_lag_sum{cluster=~"$cluster", group=~"$group", '
+                            'topic=~"$topic"})'
+                        ),
+                        table_format=True,
+                    ),
+                    prom(
+                        (
+                            "max by (cluster, group) "
+                            '(groupscope_lag_seconds{cluster=~"$cluster", '
+                            'group=~"$group", '
                             'topic=~"$topic"})'
                         ),
                         table_format=True,
                     ),
                     prom(
                         "time() - groupscope_group_last_rebalance_timestamp_seconds"
-                        '{group=~"$group"}',
+                        '{cluster=~"$cluster", group=~"$group"}',
                         table_format=True,
                     ),
-                    prom('groupscope_group_storm{group=~"$group"}', table_format=True),
+                    prom(
+                        'groupscope_group_storm{cluster=~"$cluster", group=~"$group"}',
+                        table_format=True,
+                    ),
                 ],
                 (24, 9),
                 overrides=[
@@ -250,10 +300,13 @@ def build() -> builders.Dashboard:
                 ),
                 [
                     prom(
-                        'groupscope_group_rebalances_in_storm_window{group=~"$group"}',
-                        "{{group}}",
+                        'groupscope_group_rebalances_in_storm_window{cluster=~"$cluster", '
+                        'group=~"$group"}',
+                        "{{cluster}}/{{group}}",
                     ),
-                    in_a_storm('group=~"$group"', "{{group}} in a storm"),
+                    in_a_storm(
+                        'cluster=~"$cluster", group=~"$group"', "{{cluster}}/{{group}} in a storm"
+                    ),
                 ],
                 (12, 8),
                 step=True,
@@ -268,11 +321,11 @@ def build() -> builders.Dashboard:
                 [
                     prom(
                         (
-                            "sum by (group) (increase("
+                            "sum by (cluster, group) (increase("
                             "groupscope_group_disruptive_rebalances_total"
-                            '{group=~"$group"}[$__rate_interval]))'
+                            '{cluster=~"$cluster", group=~"$group"}[$__rate_interval]))'
                         ),
-                        "{{group}}",
+                        "{{cluster}}/{{group}}",
                     )
                 ],
                 (12, 8),
@@ -295,7 +348,8 @@ def build() -> builders.Dashboard:
                     prom(
                         (
                             "sum by (kind) "
-                            '(increase(groupscope_group_partition_moves_total{group=~"$group"}[$__rate_interval]))'
+                            '(increase(groupscope_group_partition_moves_total{cluster=~"$cluster", '
+                            'group=~"$group"}[$__rate_interval]))'
                         ),
                         "{{kind}}",
                     )
@@ -314,13 +368,15 @@ def build() -> builders.Dashboard:
                 [
                     prom(
                         (
-                            "sum by (group) "
-                            '(increase(groupscope_group_partition_moves_total{group=~"$group", '
-                            'kind="actual"}[$__rate_interval])) - sum by (group) '
-                            '(increase(groupscope_group_partition_moves_total{group=~"$group", '
+                            "sum by (cluster, group) "
+                            '(increase(groupscope_group_partition_moves_total{cluster=~"$cluster", '
+                            'group=~"$group", '
+                            'kind="actual"}[$__rate_interval])) - sum by (cluster, group) '
+                            '(increase(groupscope_group_partition_moves_total{cluster=~"$cluster", '
+                            'group=~"$group", '
                             'kind="baseline"}[$__rate_interval]))'
                         ),
-                        "{{group}}",
+                        "{{cluster}}/{{group}}",
                     )
                 ],
                 (8, 8),
@@ -333,7 +389,13 @@ def build() -> builders.Dashboard:
             bargauge_panel(
                 "Last rebalance: churn ratio (worst 10)",
                 "Share of each group's partitions that moved in its last rebalance.",
-                [prom('topk(10, groupscope_group_last_churn_ratio{group=~"$group"})', "{{group}}")],
+                [
+                    prom(
+                        'topk(10, groupscope_group_last_churn_ratio{cluster=~"$cluster", '
+                        'group=~"$group"})',
+                        "{{cluster}}/{{group}}",
+                    )
+                ],
                 (4, 8),
                 unit="percentunit",
                 steps=CHURN,
@@ -345,8 +407,12 @@ def build() -> builders.Dashboard:
                 "Actual minus sticky-baseline moves of each group's last rebalance.",
                 [
                     prom(
-                        ('topk(10, groupscope_group_last_excess_moves{group=~"$group"})'),
-                        "{{group}}",
+                        (
+                            "topk(10, "
+                            'groupscope_group_last_excess_moves{cluster=~"$cluster", '
+                            'group=~"$group"})'
+                        ),
+                        "{{cluster}}/{{group}}",
                     )
                 ],
                 (4, 8),
@@ -360,8 +426,11 @@ def build() -> builders.Dashboard:
                 "Estimated age of the committed position, worst group and topic pairs.",
                 [
                     prom(
-                        ('topk(10, groupscope_lag_seconds{group=~"$group", topic=~"$topic"})'),
-                        "{{group}} / {{topic}}",
+                        (
+                            'topk(10, groupscope_lag_seconds{cluster=~"$cluster", '
+                            'group=~"$group", topic=~"$topic"})'
+                        ),
+                        "{{cluster}}/{{group}} / {{topic}}",
                     )
                 ],
                 (6, 8),
@@ -378,8 +447,9 @@ def build() -> builders.Dashboard:
                 ),
                 [
                     prom(
-                        'topk(10, groupscope_lag_sum{group=~"$group", topic=~"$topic"})',
-                        "{{group}} / {{topic}}",
+                        'topk(10, groupscope_lag_sum{cluster=~"$cluster", '
+                        'group=~"$group", topic=~"$topic"})',
+                        "{{cluster}}/{{group}} / {{topic}}",
                     )
                 ],
                 (6, 8),
@@ -393,8 +463,12 @@ def build() -> builders.Dashboard:
                 "Offset lag summed over each group's selected topics.",
                 [
                     prom(
-                        ('sum by (group) (groupscope_lag_sum{group=~"$group", topic=~"$topic"})'),
-                        "{{group}}",
+                        (
+                            "sum by (cluster, group) "
+                            '(groupscope_lag_sum{cluster=~"$cluster", group=~"$group", '
+                            'topic=~"$topic"})'
+                        ),
+                        "{{cluster}}/{{group}}",
                     )
                 ],
                 (6, 8),
@@ -409,10 +483,11 @@ def build() -> builders.Dashboard:
                 [
                     prom(
                         (
-                            "sum by (group) "
-                            '(rate(groupscope_group_commits_total{group=~"$group"}[$__rate_interval]))'
+                            "sum by (cluster, group) "
+                            '(rate(groupscope_group_commits_total{cluster=~"$cluster", '
+                            'group=~"$group"}[$__rate_interval]))'
                         ),
-                        "{{group}}",
+                        "{{cluster}}/{{group}}",
                     )
                 ],
                 (6, 8),
@@ -425,7 +500,7 @@ def build() -> builders.Dashboard:
             stat_panel(
                 "Caught up",
                 "1 when the streaming job has processed everything its source had available.",
-                [prom("groupscope_pipeline_caught_up", "{{source}}")],
+                [prom('groupscope_pipeline_caught_up{cluster=~"$cluster"}', "{{cluster}}")],
                 (3, 7),
                 mappings=value_map(("behind", "red"), ("caught up", "green")),
             )
@@ -434,7 +509,7 @@ def build() -> builders.Dashboard:
             stat_panel(
                 "Records behind",
                 "Records of __consumer_offsets not yet processed (Kafka sources).",
-                [prom("groupscope_pipeline_records_behind", "{{source}}")],
+                [prom('groupscope_pipeline_records_behind{cluster=~"$cluster"}', "{{cluster}}")],
                 (3, 7),
                 unit="short",
                 steps=levels(orange=100000, red=1000000),
@@ -444,7 +519,11 @@ def build() -> builders.Dashboard:
             stat_panel(
                 "Job status age",
                 "Seconds since the streaming job last reported; grows while it is down.",
-                [prom("groupscope_pipeline_status_age_seconds", "{{source}}")],
+                [
+                    prom(
+                        'groupscope_pipeline_status_age_seconds{cluster=~"$cluster"}', "{{cluster}}"
+                    )
+                ],
                 (3, 7),
                 unit="s",
                 steps=TIME_LAG,
@@ -457,7 +536,11 @@ def build() -> builders.Dashboard:
                     "Records of __consumer_offsets that could not be decoded "
                     "during the time range; see the decode_failures table."
                 ),
-                [prom("sum(increase(groupscope_decode_failures_total[$__range]))")],
+                [
+                    prom(
+                        'sum(increase(groupscope_decode_failures_total{cluster=~"$cluster"}[$__range]))'
+                    )
+                ],
                 (3, 7),
                 steps=FLAG,
                 decimals=0,
@@ -472,13 +555,17 @@ def build() -> builders.Dashboard:
                     "and records stored per second."
                 ),
                 [
-                    prom("groupscope_pipeline_input_records_per_second", "input {{source}}"),
                     prom(
-                        "groupscope_pipeline_processed_records_per_second", "processed {{source}}"
+                        'groupscope_pipeline_input_records_per_second{cluster=~"$cluster"}',
+                        "input {{cluster}}",
                     ),
                     prom(
-                        "rate(groupscope_pipeline_records_total[$__rate_interval])",
-                        "stored {{source}}",
+                        'groupscope_pipeline_processed_records_per_second{cluster=~"$cluster"}',
+                        "processed {{cluster}}",
+                    ),
+                    prom(
+                        'rate(groupscope_pipeline_records_total{cluster=~"$cluster"}[$__rate_interval])',
+                        "stored {{cluster}}",
                     ),
                 ],
                 (6, 7),
@@ -493,7 +580,10 @@ def build() -> builders.Dashboard:
                     "refresh from the store, and of its last log-end offset poll."
                 ),
                 [
-                    prom("groupscope_pipeline_batch_duration_seconds", "batch {{source}}"),
+                    prom(
+                        'groupscope_pipeline_batch_duration_seconds{cluster=~"$cluster"}',
+                        "batch {{cluster}}",
+                    ),
                     prom("groupscope_exporter_refresh_duration_seconds", "exporter refresh"),
                     prom("groupscope_exporter_lag_poll_duration_seconds", "log-end offset poll"),
                 ],
@@ -511,10 +601,10 @@ def build() -> builders.Dashboard:
                 [
                     prom(
                         (
-                            "sum by (reason) "
-                            "(increase(groupscope_decode_failures_total[$__rate_interval]))"
+                            "sum by (cluster, reason) "
+                            '(increase(groupscope_decode_failures_total{cluster=~"$cluster"}[$__rate_interval]))'
                         ),
-                        "{{reason}}",
+                        "{{cluster}}: {{reason}}",
                     )
                 ],
                 (8, 7),
@@ -527,8 +617,8 @@ def build() -> builders.Dashboard:
                 "Micro-batches written by the streaming job.",
                 [
                     prom(
-                        "increase(groupscope_pipeline_batches_total[$__rate_interval])",
-                        "{{source}}",
+                        'increase(groupscope_pipeline_batches_total{cluster=~"$cluster"}[$__rate_interval])',
+                        "{{cluster}}",
                     )
                 ],
                 (8, 7),

@@ -447,7 +447,7 @@ def in_a_storm(matcher: str, legend: str) -> Query:
     """Rebalances within the storm window, only while the exporter flags a storm."""
     return prom(
         f"groupscope_group_rebalances_in_storm_window{{{matcher}}} "
-        f"and on (group) (groupscope_group_storm{{{matcher}}} == 1)",
+        f"and on (cluster, group) (groupscope_group_storm{{{matcher}}} == 1)",
         legend,
     )
 

@@ -1,7 +1,8 @@
 """The exporter process: a refresh loop and an HTTP server for /metrics, /healthz, /readyz.
 
-Every `interval` the refresh loop reads a snapshot of the history store, polls the
-log-end offsets of every committed partition from Kafka, computes lag, and renders the
+Every `interval` the refresh loop reads a snapshot of the history store (every cluster
+it holds), polls the log-end offsets of every committed partition from each cluster's
+brokers that it was given, computes lag, and renders the
 exposition once (plain and gzip). Scrapes are served from those bytes, so a scrape
 never waits for the database or the cluster, and costs the same with 10 groups or
 10,000. Only the families that follow the clock (seconds since a stored time, the
@@ -32,7 +33,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler
@@ -62,8 +63,14 @@ from services.exporter.snapshot import (
     only_groups,
     read_snapshot,
 )
-from services.exporter.status import StatusView, group_document, groups_document
+from services.exporter.status import (
+    AmbiguousGroupError,
+    StatusView,
+    group_document,
+    groups_document,
+)
 from services.groupfilter import KEEP_ALL, GroupFilter
+from services.store.clusters import DEFAULT_CLUSTER
 from services.store.errors import SchemaOutdatedError, StoreError
 from services.store.migrate import head_revision
 
@@ -125,12 +132,17 @@ class Exporter:
         self,
         config: ExporterConfig,
         engine: Engine,
-        fetch_log_end: Fetch | None = None,
+        fetch_log_end: Fetch | Mapping[str, Fetch] | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
+        """`fetch_log_end` polls log-end offsets: per cluster, or one for the default
+        cluster; the partitions of a cluster without one get no lag."""
         self.config = config
         self.engine = engine
-        self.fetch_log_end = fetch_log_end
+        if fetch_log_end is None or isinstance(fetch_log_end, Mapping):
+            self.fetch_log_end = dict(fetch_log_end or {})
+        else:
+            self.fetch_log_end = {DEFAULT_CLUSTER: fetch_log_end}
         self.clock = clock
         self.history = OffsetHistory(config.history_depth)
         self.windows = CommitWindows()
@@ -229,23 +241,32 @@ class Exporter:
         self.sources = seen
 
     def _lag(self, snapshot: StoreSnapshot, now: float) -> LagResult | None:
-        if self.fetch_log_end is None:
+        if not self.fetch_log_end:
             return None
         offsets = snapshot.offsets
         topic_index, partitions = offsets.distinct_partitions()
+        names = [topic for _, topic in offsets.topics]
+        ends = np.full(len(partitions), -1, np.int64)
+        polled = 0
         started = time.perf_counter()
-        try:
-            ends = self.fetch_log_end(offsets.topics, topic_index, partitions)
-        except LagPollError as exc:  # a cluster outage must not stop the store's metrics
-            self.stats.lag_poll_errors += 1
-            log.warning("%s", exc)
-            ends = exc.ends
+        for cluster, fetch in self.fetch_log_end.items():
+            ours = np.fromiter((c == cluster for c, _ in offsets.topics), bool, len(names))
+            mine = ours[topic_index]
+            if not mine.any():
+                continue
+            polled += int(mine.sum())
+            try:
+                ends[mine] = fetch(names, topic_index[mine], partitions[mine])
+            except LagPollError as exc:  # a cluster outage must not stop the store's metrics
+                self.stats.lag_poll_errors += 1
+                log.warning("%s", exc if cluster == DEFAULT_CLUSTER else f"{cluster}: {exc}")
+                ends[mine] = exc.ends
         self.stats.lag_poll_seconds = time.perf_counter() - started
-        self.stats.lag_partitions = len(partitions)
-        self.history.record(self.history.keys(offsets.topics, topic_index, partitions), ends, now)
-        rows = self.history.rows_of(
-            self.history.keys(offsets.topics, offsets.topic, offsets.partition)
-        )
+        self.stats.lag_partitions = polled
+        # A topic's history is its cluster's: "cluster/topic" (no cluster name has a '/').
+        topics = [f"{cluster}/{topic}" for cluster, topic in offsets.topics]
+        self.history.record(self.history.keys(topics, topic_index, partitions), ends, now)
+        rows = self.history.rows_of(self.history.keys(topics, offsets.topic, offsets.partition))
         lag = self.history.lag(rows, offsets.committed, now)
         # Which committed rows' log ends this poll read (-1: not read).
         polled = (topic_index << 32) | partitions
@@ -278,21 +299,27 @@ class Exporter:
         self.status_view = StatusView(now, offsets, lag.lag, status, window_rows, lag.rebalance)
         return status
 
-    def lag_status(self, group: str | None) -> tuple[int, dict[str, Any]]:
-        """(HTTP status, document) for /status (every group) or /status?group=NAME."""
+    def lag_status(
+        self, group: str | None, cluster: str | None = None
+    ) -> tuple[int, dict[str, Any]]:
+        """(HTTP status, document) for /status (every group) or /status?group=NAME
+        (&cluster=NAME)."""
         with self._status_lock:
             view = self.status_view
             if view is None:
                 reason = (
                     "no lag status yet: the first refresh has not finished"
-                    if self.fetch_log_end is not None
+                    if self.fetch_log_end
                     else "no lag status: the exporter polls no log-end offsets "
                     "(start it with --bootstrap-servers)"
                 )
                 return 503, {"error": reason}
             if group is None:
                 return 200, groups_document(view)
-            document = group_document(view, self.windows, group)
+            try:
+                document = group_document(view, self.windows, group, cluster)
+            except AmbiguousGroupError as exc:
+                return 400, {"error": str(exc)}
         if document is None:
             return 404, {"error": f"group {group!r} has no partition with a lag status"}
         return 200, document
@@ -471,8 +498,10 @@ def _handler(exporter: Exporter) -> type[BaseHTTPRequestHandler]:
                 self._send(200 if r.ready else 503, (r.reason + "\n").encode())
             elif path == "/status":
                 query = parse_qs(self.path.split("?", 1)[1]) if "?" in self.path else {}
-                groups = query.get("group")
-                code, document = exporter.lag_status(groups[0] if groups else None)
+                groups, clusters = query.get("group"), query.get("cluster")
+                code, document = exporter.lag_status(
+                    groups[0] if groups else None, clusters[0] if clusters else None
+                )
                 body = (json.dumps(document) + "\n").encode()
                 self._send(code, body, "application/json")
             elif path == "/":

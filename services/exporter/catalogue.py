@@ -2,8 +2,12 @@
 
 One table drives the exposition (HELP and TYPE lines), docs/metrics.md (`make docs`)
 and the tests that check the alert rules and dashboards only use metrics that exist.
-Labels are bounded (docs/architecture.md, "Contracts"): group, topic, a rebalance cause
-from a fixed list, and partition only behind `--per-partition`; never a member id. Time
+Labels are bounded (docs/architecture.md, "Contracts"): cluster, group, topic, a
+rebalance cause from a fixed list, and partition only behind `--per-partition`; never a
+member id. Every series of the store's facts carries `cluster` (`groupscope stream
+--cluster`, migration 0010): the same group name on two clusters is two series. The
+pipeline's series are per cluster; the source it reads (which embeds a bootstrap
+address, and changes with it) is only on `pipeline_info`. Time
 series follow Prometheus conventions: counters end in `_total`, durations are in
 seconds, timestamps are Unix seconds, and a value summed over partitions ends in `_sum`
 (as kafka_exporter's kafka_consumergroup_lag_sum), so that it is not read as one
@@ -40,17 +44,17 @@ class Metric:
         return PREFIX + self.name
 
 
-GROUP = ("group",)
-GROUP_TOPIC = ("group", "topic")
-GROUP_TOPIC_PARTITION = ("group", "topic", "partition")
-SOURCE = ("source",)
+GROUP = ("cluster", "group")
+GROUP_TOPIC = ("cluster", "group", "topic")
+GROUP_TOPIC_PARTITION = ("cluster", "group", "topic", "partition")
+CLUSTER = ("cluster",)
 
 METRICS: tuple[Metric, ...] = (
     # Group state, from the latest generation in the history store.
     Metric(
         "group_info",
         "gauge",
-        ("group", "type", "protocol", "assignor", "state"),
+        ("cluster", "group", "type", "protocol", "assignor", "state"),
         "Always 1. type: classic, consumer (KIP-848), share or streams; protocol: the "
         "protocol type (consumer, connect, ...); assignor: the protocol/assignor name; "
         "state: stable, empty, rebalancing (a cooperative revocation round not yet "
@@ -67,7 +71,7 @@ METRICS: tuple[Metric, ...] = (
     Metric(
         "group_rebalances_total",
         "counter",
-        ("group", "cause"),
+        ("cluster", "group", "cause"),
         "Rebalances recorded, disruptive or not (a cooperative two-round episode counts "
         "once): the group's formation and rebalances that took nothing from a running "
         "member included. cause: the first of scale_out, scale_in, restart, "
@@ -89,7 +93,7 @@ METRICS: tuple[Metric, ...] = (
     Metric(
         "group_partition_moves_total",
         "counter",
-        ("group", "kind"),
+        ("cluster", "group", "kind"),
         "Partition moves summed over rebalances. kind=actual: partitions whose owner "
         "changed; kind=baseline: what Kafka's sticky assignor (cooperative-sticky, "
         "uniform for KIP-848) would have moved; kind=minimum: the fewest any balanced "
@@ -256,83 +260,91 @@ METRICS: tuple[Metric, ...] = (
     Metric(
         "decode_failures_total",
         "counter",
-        ("reason",),
+        ("cluster", "reason"),
         "Records of __consumer_offsets the job could not decode, by reason; each is "
         "kept with its bytes in the decode_failures table.",
     ),
     Metric(
+        "pipeline_info",
+        "gauge",
+        ("cluster", "source"),
+        "Always 1: the source the cluster's streaming job reads (kafka:BOOTSTRAP/TOPIC or "
+        "a replay directory), from its latest status report. The pipeline's other series "
+        "carry only the cluster, so they continue when the job moves to another address.",
+    ),
+    Metric(
         "pipeline_caught_up",
         "gauge",
-        SOURCE,
+        CLUSTER,
         "1 when the streaming job has processed everything its source had available.",
     ),
     Metric(
         "pipeline_records_behind",
         "gauge",
-        SOURCE,
+        CLUSTER,
         "Records of the source not yet processed (Kafka sources; 0 when caught up).",
     ),
     Metric(
         "pipeline_input_records_per_second",
         "gauge",
-        SOURCE,
+        CLUSTER,
         "Input rate of the last micro-batch, as Spark reports it.",
     ),
     Metric(
         "pipeline_processed_records_per_second",
         "gauge",
-        SOURCE,
+        CLUSTER,
         "Processing rate of the last micro-batch, as Spark reports it.",
     ),
     Metric(
         "pipeline_batch_duration_seconds",
         "gauge",
-        SOURCE,
+        CLUSTER,
         "Wall time of the last micro-batch (decode, generations, store transaction).",
     ),
     Metric(
         "pipeline_last_batch_timestamp_seconds",
         "gauge",
-        SOURCE,
+        CLUSTER,
         "When the last micro-batch was written (Unix seconds).",
     ),
     Metric(
         "pipeline_batches_total",
         "counter",
-        SOURCE,
+        CLUSTER,
         "Micro-batches written.",
     ),
     Metric(
         "pipeline_records_total",
         "counter",
-        SOURCE,
+        CLUSTER,
         "Records of __consumer_offsets processed.",
     ),
     Metric(
         "pipeline_status_age_seconds",
         "gauge",
-        SOURCE,
+        CLUSTER,
         "Seconds since the streaming job last reported its status; grows when the job is down.",
     ),
     Metric(
         "pipeline_stale",
         "gauge",
-        SOURCE,
-        "1 when the source has not reported for more than --source-stale-after (a job "
-        "run that ended or moved to another source); it no longer counts for /readyz. "
-        "`groupscope db forget-source` removes it.",
+        CLUSTER,
+        "1 when the cluster's streaming job has not reported for more than "
+        "--source-stale-after (a job that ended); it no longer counts for /readyz. "
+        "`groupscope db forget-source` removes its source's rows.",
     ),
     Metric(
         "pipeline_degraded",
         "gauge",
-        SOURCE,
+        CLUSTER,
         "1 while the streaming job reports that it cannot work normally on the source "
         "(the reason is in /readyz and the exporter's log), else 0.",
     ),
     Metric(
         "pipeline_log_resets_total",
         "counter",
-        SOURCE,
+        CLUSTER,
         "Times a partition of the source restarted below the offset the job had read "
         "(the offsets topic recreated, the cluster replaced).",
     ),

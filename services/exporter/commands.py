@@ -29,12 +29,21 @@ lag:
   Without --bootstrap-servers, groups, rebalances, churn and committed offsets are
   still published.
 
+clusters:
+  One exporter publishes every cluster the store holds, each series with a cluster
+  label. --bootstrap-servers is the brokers of the cluster named by --cluster
+  (GROUPSCOPE_CLUSTER; default: default); --cluster-bootstrap NAME=SERVERS (repeatable)
+  adds another cluster's brokers (same --kafka-config). A cluster without brokers gets
+  no lag series, never another cluster's.
+
 examples:
   groupscope exporter --bootstrap-servers broker:9092
   groupscope exporter --port 9308 --interval 30s --storm-rebalances 3 --storm-window 5m
   groupscope exporter --groups-include '^payments-' --groups-exclude '-(test|canary)$'
   groupscope exporter --bootstrap-servers broker:9093 --kafka-config-file client.properties \\
       --database-url postgresql://groupscope@db/groupscope --per-partition
+  groupscope exporter --cluster eu --bootstrap-servers eu-broker:9092 \\
+      --cluster-bootstrap us=us-broker:9092
 """
 
 
@@ -87,6 +96,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "4 threads, whatever the number of connections",
     )
     add_kafka_arguments(parser, " to poll log-end offsets from (optional)")
+    parser.add_argument(
+        "--cluster",
+        metavar="NAME",
+        default=env("GROUPSCOPE_CLUSTER", "default"),
+        help="the cluster --bootstrap-servers belongs to, as its job's --cluster names it "
+        "(env GROUPSCOPE_CLUSTER; default: default)",
+    )
+    parser.add_argument(
+        "--cluster-bootstrap",
+        action="append",
+        default=[p for p in env("GROUPSCOPE_CLUSTER_BOOTSTRAP", "").split(";") if p],
+        metavar="NAME=SERVERS",
+        help="another cluster's bootstrap servers, to poll its log-end offsets for lag; "
+        "repeatable (env GROUPSCOPE_CLUSTER_BOOTSTRAP, pairs separated by ';')",
+    )
     add_database_url_argument(parser)
     parser.add_argument(
         "--interval",
@@ -202,6 +226,31 @@ def connect_timeout(args: argparse.Namespace) -> int:
     return seconds
 
 
+def cluster_brokers(args: argparse.Namespace) -> dict[str, str]:
+    """{cluster: bootstrap servers} from --cluster with --bootstrap-servers and each
+    --cluster-bootstrap; a bad pair is a one-line UsageError."""
+    from services.cli import UsageError
+    from services.store.clusters import check_name
+    from services.store.errors import ClusterChoiceError
+
+    pairs = [("--cluster", args.cluster, args.bootstrap_servers)] if args.bootstrap_servers else []
+    for pair in args.cluster_bootstrap:
+        name, _, servers = pair.partition("=")
+        if not servers:
+            raise UsageError(f"--cluster-bootstrap expects NAME=SERVERS, not {pair!r}")
+        pairs.append(("--cluster-bootstrap", name, servers))
+    brokers: dict[str, str] = {}
+    for flag, name, servers in pairs:
+        try:
+            check_name(name, flag)
+        except ClusterChoiceError as exc:
+            raise UsageError(str(exc)) from None
+        if name in brokers:
+            raise UsageError(f"{flag} {name}: the cluster's brokers are given twice")
+        brokers[name] = servers
+    return brokers
+
+
 def run(args: argparse.Namespace) -> int:
     from services.shutdown import stoppable
     from services.store.options import store_command
@@ -223,11 +272,13 @@ def _serve(args: argparse.Namespace) -> int:
         level=logging.WARNING, stream=sys.stderr, format="%(asctime)s %(name)s %(message)s"
     )
     logging.getLogger("groupscope").setLevel(logging.INFO)
-    fetch = None
-    if args.bootstrap_servers:
-        client = {"bootstrap.servers": args.bootstrap_servers, **client}
-        logging.getLogger("groupscope.exporter").info("lag from %s", redact(client))
-        fetch = LogEndPoller(client)
+    fetch = {}
+    for cluster, servers in cluster_brokers(args).items():
+        properties = {**client, "bootstrap.servers": servers}
+        logging.getLogger("groupscope.exporter").info(
+            "lag of cluster %s from %s", cluster, redact(properties)
+        )
+        fetch[cluster] = LogEndPoller(properties)
     with database_url(args.database_url) as url:
         engine = create_store_engine(url, connect_args={"connect_timeout": timeout})
         try:
@@ -247,7 +298,7 @@ def _serve(args: argparse.Namespace) -> int:
             print(
                 f"groupscope exporter: {exporter.metrics_url} "
                 f"({exporter.exposition.samples} samples; store {redacted(url)}; "
-                f"lag {'from ' + args.bootstrap_servers if fetch else 'off'}; "
+                f"lag {'of ' + ', '.join(fetch) if fetch else 'off'}; "
                 f"{'ready' if exporter.readiness.ready else 'not ready'}: "
                 f"{exporter.readiness.reason})",
                 file=sys.stderr,

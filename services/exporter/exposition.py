@@ -183,12 +183,12 @@ def _since(snap: StoreSnapshot) -> dict[str, tuple[list[str], np.ndarray]]:
         times.append(time)
 
     for g in snap.groups:
-        gl = f'{{group="{escape(g.name)}"}}'
+        gl = labels(cluster=g.cluster, group=g.name)
         since = g.state_since
         if since is not None:
             add("group_state_seconds", gl, since)
     for p in snap.pipeline:
-        add("pipeline_status_age_seconds", labels(source=p.source), p.updated_at)
+        add("pipeline_status_age_seconds", labels(cluster=p.cluster), p.updated_at)
     return {
         name: (heads, np.array(times, dtype=np.float64)) for name, (heads, times) in found.items()
     }
@@ -204,11 +204,13 @@ def _families(
     """The samples of every family that does not follow the clock (see `_since`)."""
     f: dict[str, list[Sample]] = {m.name: [] for m in METRICS}
     for g in snap.groups:
-        gl = f'{{group="{escape(g.name)}"}}'
+        key = (g.cluster, g.name)
+        gl = labels(cluster=g.cluster, group=g.name)
         state = g.current_state
         f["group_info"].append(
             (
                 labels(
+                    cluster=g.cluster,
                     group=g.name,
                     type=g.type or "unknown",
                     protocol=g.protocol_type or "",
@@ -222,21 +224,19 @@ def _families(
             f["group_generation"].append((gl, g.generation))
             f["group_members"].append((gl, g.members or 0))
             f["group_assigned_partitions"].append((gl, g.partitions or 0))
-        totals = snap.rebalances.get(g.name)
-        f["group_rebalances_total"].extend(_by_cause(g.name, snap.rebalance_causes.get(g.name)))
+        totals = snap.rebalances.get(key)
+        f["group_rebalances_total"].extend(_by_cause(gl, snap.rebalance_causes.get(key)))
         f["group_disruptive_rebalances_total"].append((gl, totals.disruptive if totals else 0))
         for kind, value in (
             ("actual", totals.moved if totals else 0),
             ("baseline", totals.baseline if totals else 0),
             ("minimum", totals.minimum if totals else 0),
         ):
-            f["group_partition_moves_total"].append(
-                (f'{{group="{escape(g.name)}",kind="{kind}"}}', value)
-            )
+            f["group_partition_moves_total"].append((f'{gl[:-1]},kind="{kind}"}}', value))
         in_window = totals.in_window if totals else 0
         f["group_rebalances_in_storm_window"].append((gl, in_window))
         f["group_storm"].append((gl, int(in_window >= options.storm_rebalances)))
-        last = snap.last_rebalances.get(g.name)
+        last = snap.last_rebalances.get(key)
         if last is not None:
             f["group_last_rebalance_timestamp_seconds"].append((gl, last.time))
             if last.partitions:
@@ -249,10 +249,11 @@ def _families(
         if g.last_commit is not None:
             f["group_last_commit_timestamp_seconds"].append((gl, g.last_commit))
     _offset_families(f, snap, lag, options)
-    for reason, n in snap.failures:
-        f["decode_failures_total"].append((labels(reason=reason), n))
+    for cluster, reason, n in snap.failures:
+        f["decode_failures_total"].append((labels(cluster=cluster, reason=reason), n))
     for p in snap.pipeline:
-        sl = labels(source=p.source)
+        sl = labels(cluster=p.cluster)
+        f["pipeline_info"].append((labels(cluster=p.cluster, source=p.source), 1))
         f["pipeline_caught_up"].append((sl, int(p.caught_up)))
         if p.records_behind is not None:
             f["pipeline_records_behind"].append((sl, p.records_behind))
@@ -271,13 +272,13 @@ def _families(
     return f
 
 
-def _by_cause(group: str, counts: dict[str, int] | None) -> list[Sample]:
+def _by_cause(group_labels: str, counts: dict[str, int] | None) -> list[Sample]:
     """A group's rebalances by primary cause, in CAUSES order: a sample per cause seen,
     or `cause="unknown"` 0 for a group that never rebalanced, so that every group has a
-    series and the samples sum to its rebalances."""
+    series and the samples sum to its rebalances. `group_labels`: the group's label set."""
     counts = counts or {}
     seen = [(c, counts[c]) for c in CAUSES if counts.get(c)] or [("unknown", 0)]
-    return [(f'{{group="{escape(group)}",cause="{c}"}}', n) for c, n in seen]
+    return [(f'{group_labels[:-1]},cause="{c}"}}', n) for c, n in seen]
 
 
 def _offset_families(
@@ -291,7 +292,7 @@ def _offset_families(
     n_pairs = len(pairs)
     committed = np.zeros(n_pairs, np.int64)
     np.add.at(committed, offsets.pair, offsets.committed)
-    pair_labels = [f'{{group="{escape(g)}",topic="{escape(t)}"}}' for g, t in pairs]
+    pair_labels = [labels(cluster=c, group=g, topic=t) for c, g, t in pairs]
     f["committed_offset_sum"].extend(zip(pair_labels, committed.tolist(), strict=True))
     partition_labels: list[str] = []
     if options.per_partition:
@@ -319,9 +320,9 @@ def _offset_families(
         f["partition_lag_seconds"].append((partition_labels[i], round(float(lag.seconds[i]), 3)))
     if lag.status is not None:
         _lag_status_families(f, snap, lag.status, known, partition_labels)
-    for group in sorted(lag.rebalance):
-        r = lag.rebalance[group]
-        gl = labels(group=group)
+    for key in sorted(lag.rebalance):
+        r = lag.rebalance[key]
+        gl = labels(cluster=key[0], group=key[1])
         f["group_last_rebalance_lag_before_records"].append((gl, r.before))
         f["group_last_rebalance_lag_peak_records"].append((gl, r.peak))
         f["group_last_rebalance_time_lag_peak_seconds"].append((gl, r.peak_seconds))
@@ -342,6 +343,7 @@ def _lag_status_families(
     worst = np.full(len(offsets.groups), -1, np.int64)
     np.maximum.at(worst, group[known], np.minimum(status[known], ERR))
     for g in np.nonzero(worst >= 0)[0].tolist():
-        f["group_lag_status"].append((labels(group=offsets.groups[g]), int(worst[g])))
+        cluster, name = offsets.groups[g]
+        f["group_lag_status"].append((labels(cluster=cluster, group=name), int(worst[g])))
     for i in np.nonzero(known)[0].tolist() if partition_labels else ():
         f["partition_lag_status"].append((partition_labels[i], int(status[i])))

@@ -43,6 +43,7 @@ from services.exporter.rows import RowIndex, extend
 
 if TYPE_CHECKING:  # rebalancelag reads LagResult
     from services.exporter.rebalancelag import RebalanceLag
+    from services.exporter.snapshot import GroupKey
 
 log = logging.getLogger("groupscope.exporter")
 
@@ -65,7 +66,7 @@ class LagResult:
     status: np.ndarray | None = None
     # group -> how far it fell behind during its latest rebalance, where the exporter's
     # samples cover it (services.exporter.rebalancelag.RebalanceLag)
-    rebalance: dict[str, RebalanceLag] = field(default_factory=dict)
+    rebalance: dict[GroupKey, RebalanceLag] = field(default_factory=dict)
 
 
 class OffsetHistory:

@@ -29,6 +29,8 @@ observed commits (a window fills as the exporter observes commits, from its star
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from services.exporter.lag import CHUNK
@@ -70,7 +72,7 @@ class CommitWindows:
         self.min_commits = min_commits
         self.min_distance_ms = min_distance_s * 1000.0
         self.index = RowIndex()
-        self.pair_ids: dict[tuple[str, str], int] = {}
+        self.pair_ids: dict[tuple[str, ...], int] = {}
         self.offsets = np.zeros((0, intervals), np.int64)
         self.times = np.zeros((0, intervals), np.float64)  # commit timestamps, ms
         self.lags = np.zeros((0, intervals), np.float64)  # NaN: no log-end offset known
@@ -79,9 +81,10 @@ class CommitWindows:
     def __len__(self) -> int:
         return len(self.index)
 
-    def keys(self, pairs: list[tuple[str, str]], pair: np.ndarray, partition: np.ndarray):
+    def keys(self, pairs: Sequence[tuple[str, ...]], pair: np.ndarray, partition: np.ndarray):
         """Stable int64 keys of the partitions (`pairs[pair[i]]`, `partition[i]`): an id
-        per (group, topic) in the high bits, the partition (an int32) in the low 31."""
+        per (cluster, group, topic) in the high bits, the partition (an int32) in the low
+        31."""
         ids = np.fromiter(
             (self.pair_ids.setdefault(p, len(self.pair_ids)) for p in pairs), np.int64, len(pairs)
         )

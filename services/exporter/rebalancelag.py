@@ -41,7 +41,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from services.exporter.lag import LagResult
-from services.exporter.snapshot import LastRebalance, Offsets, StoreSnapshot
+from services.exporter.snapshot import GroupKey, LastRebalance, Offsets, StoreSnapshot
 
 # Refreshes whose per-group lag is kept: an hour at the default --interval of 15 s, and
 # 16 bytes per group and refresh (38 MB for 10,000 groups). Float64 both, so that a peak
@@ -108,14 +108,16 @@ class GroupLagSamples:
         if depth < 2:
             raise ValueError("the samples need at least 2 refreshes")
         self.depth = depth
-        self.columns: dict[str, int] = {}
+        self.columns: dict[GroupKey, int] = {}
         self.times = np.full(depth, np.nan)
         self.lag = np.full((depth, 0), np.nan)
         self.seconds = np.full((depth, 0), np.nan)
         self.next = 0  # the row the next refresh writes
         self.count = 0
 
-    def record(self, at: float, groups: list[str], lag: np.ndarray, seconds: np.ndarray) -> None:
+    def record(
+        self, at: float, groups: list[GroupKey], lag: np.ndarray, seconds: np.ndarray
+    ) -> None:
         """One refresh at `at`: `lag[i]` and `seconds[i]` of `groups[i]` (NaN: not
         complete); every other group has no sample at `at`."""
         if len(self.columns) > 2 * len(groups) + 1024:
@@ -136,7 +138,7 @@ class GroupLagSamples:
         self.next = (row + 1) % self.depth
         self.count = min(self.count + 1, self.depth)
 
-    def _keep(self, groups: list[str]) -> None:
+    def _keep(self, groups: list[GroupKey]) -> None:
         kept = [g for g in groups if g in self.columns]
         columns = [self.columns[g] for g in kept]
         self.lag = self.lag[:, columns]
@@ -148,7 +150,7 @@ class GroupLagSamples:
         return (np.arange(self.count) + self.next - self.count) % self.depth
 
     def of(
-        self, group: str, rows: np.ndarray | None = None
+        self, group: GroupKey, rows: np.ndarray | None = None
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(times, lag sums, time lags) of `group`'s samples, oldest first (all NaN for a
         group never sampled); `rows`: `self.rows()`, if the caller has it."""
@@ -186,18 +188,18 @@ class RebalanceLagWatch:
     def __init__(self, depth: int = SAMPLES_KEPT) -> None:
         self.samples = GroupLagSamples(depth)
         # group -> (the rebalance as judged, its value): windows that have ended
-        self.final: dict[str, tuple[LastRebalance, RebalanceLag | None]] = {}
+        self.final: dict[GroupKey, tuple[LastRebalance, RebalanceLag | None]] = {}
 
     def update(
         self, snapshot: StoreSnapshot, lag: LagResult, read: np.ndarray, now: float
-    ) -> dict[str, RebalanceLag]:
+    ) -> dict[GroupKey, RebalanceLag]:
         """Record this refresh's samples (taken at `now`); return the rebalance lag of
         every group that has one."""
         offsets = snapshot.offsets
         total, seconds = group_totals(offsets, lag, read)
         self.samples.record(now, offsets.groups, total, seconds)
-        out: dict[str, RebalanceLag] = {}
-        final: dict[str, tuple[LastRebalance, RebalanceLag | None]] = {}
+        out: dict[GroupKey, RebalanceLag] = {}
+        final: dict[GroupKey, tuple[LastRebalance, RebalanceLag | None]] = {}
         rows = self.samples.rows()
         for group, last in snapshot.last_rebalances.items():
             judged = self.final.get(group)

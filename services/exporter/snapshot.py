@@ -6,6 +6,11 @@ by category and the pipeline's status. Nothing is kept per scrape: a refresh bui
 `StoreSnapshot`, and the exposition is rendered from it once
 (`services.exporter.exposition`).
 
+Every group is keyed by its cluster and name (`GroupKey`): the store holds several
+clusters (migration 0010), and the same group name on two of them is two groups. The
+pipeline's status is read per cluster: its newest source's row (an older source of the
+same cluster is a job that moved, e.g. to another bootstrap address).
+
 The committed offsets are the big part (10,000 groups x 50 partitions = 500,000 rows),
 so they travel as packed binary arrays and land in numpy arrays, not Python objects.
 """
@@ -28,15 +33,18 @@ from services.store.batch import primary_cause_sql
 from services.store.database import psycopg_connection
 from services.store.errors import SchemaOutdatedError, StoreUnavailableError, first_line
 
+# (cluster, group name): how every group is keyed.
+GroupKey = tuple[str, str]
+
 GROUPS = """
-SELECT g.name, g.type, extract(epoch FROM g.deleted_at)::float8, g.commits_total,
+SELECT g.cluster, g.name, g.type, extract(epoch FROM g.deleted_at)::float8, g.commits_total,
     extract(epoch FROM g.last_commit_timestamp)::float8,
     l.generation, l.protocol_type, l.assignor, l.member_count, l.state, l.partition_count,
     extract(epoch FROM l.time)::float8
 FROM groups g
 LEFT JOIN LATERAL (
     SELECT * FROM generations
-    WHERE group_name = g.name
+    WHERE cluster = g.cluster AND group_name = g.name
     ORDER BY source_partition DESC, source_offset DESC
     LIMIT 1
 ) l ON true
@@ -45,63 +53,68 @@ LEFT JOIN LATERAL (
 # Rebalances pruned by retention count on in `pruned_rebalances` (migration 0009), so
 # that the counters built from these totals never go down.
 REBALANCES = """
-SELECT group_name, sum(n)::bigint, sum(moved)::bigint, sum(baseline)::bigint,
+SELECT cluster, group_name, sum(n)::bigint, sum(moved)::bigint, sum(baseline)::bigint,
     sum(minimum)::bigint, sum(in_window)::bigint, sum(disruptive)::bigint
 FROM (
-    SELECT group_name, count(*) AS n, sum(partitions_moved) AS moved,
+    SELECT cluster, group_name, count(*) AS n, sum(partitions_moved) AS moved,
         coalesce(sum(baseline_moves), 0) AS baseline, coalesce(sum(minimum_moves), 0) AS minimum,
         count(*) FILTER (WHERE disruptive AND time > %(now)s - make_interval(secs => %(window)s))
             AS in_window,
         count(*) FILTER (WHERE disruptive) AS disruptive
     FROM rebalances
-    GROUP BY group_name
+    GROUP BY cluster, group_name
     UNION ALL
-    SELECT group_name, rebalances, partitions_moved, baseline_moves, minimum_moves, 0, disruptive
+    SELECT cluster, group_name, rebalances, partitions_moved, baseline_moves, minimum_moves, 0,
+        disruptive
     FROM pruned_rebalances
 ) t
-GROUP BY group_name
+GROUP BY cluster, group_name
 """
 
 # Each rebalance counted under its primary cause (`services.store.batch.primary_cause`),
 # the pruned ones too.
 REBALANCE_CAUSES = f"""
-SELECT group_name, cause, sum(n)::bigint
+SELECT cluster, group_name, cause, sum(n)::bigint
 FROM (
-    SELECT r.group_name, {primary_cause_sql("r")} AS cause, count(*) AS n
+    SELECT r.cluster, r.group_name, {primary_cause_sql("r")} AS cause, count(*) AS n
     FROM rebalances r
-    GROUP BY 1, 2
+    GROUP BY 1, 2, 3
     UNION ALL
-    SELECT group_name, cause, rebalances FROM pruned_rebalances
+    SELECT cluster, group_name, cause, rebalances FROM pruned_rebalances
 ) t
-GROUP BY 1, 2
+GROUP BY 1, 2, 3
 """
 
 LAST_REBALANCES = """
-SELECT DISTINCT ON (r.group_name) r.group_name, extract(epoch FROM r.time)::float8,
+SELECT DISTINCT ON (r.cluster, r.group_name) r.cluster, r.group_name,
+    extract(epoch FROM r.time)::float8,
     r.partitions_moved, r.baseline_moves, t.partition_count,
     extract(epoch FROM r.gap_max)::float8, coalesce(r.gap_waiting, 0)
 FROM rebalances r
 JOIN generations t ON t.id = r.to_generation_pk
-ORDER BY r.group_name, r.time DESC, r.to_generation_pk DESC
+ORDER BY r.cluster, r.group_name, r.time DESC, r.to_generation_pk DESC
 """
 
 FAILURES = """
-SELECT category, sum(n)::bigint
+SELECT cluster, category, sum(n)::bigint
 FROM (
-    SELECT coalesce(category, reason) AS category, count(*) AS n FROM decode_failures GROUP BY 1
+    SELECT cluster, coalesce(category, reason) AS category, count(*) AS n
+    FROM decode_failures GROUP BY 1, 2
     UNION ALL
-    SELECT category, failures FROM pruned_decode_failures
+    SELECT cluster, category, failures FROM pruned_decode_failures
 ) t
-GROUP BY 1 ORDER BY 1
+GROUP BY 1, 2 ORDER BY 1, 2
 """
 
+# Per cluster, its newest source's row.
 PIPELINE = """
-SELECT source, batches_total, records_total, extract(epoch FROM last_batch_time)::float8,
+SELECT DISTINCT ON (cluster) cluster, source, batches_total, records_total,
+    extract(epoch FROM last_batch_time)::float8,
     last_batch_seconds, input_rows_per_second, processed_rows_per_second, records_behind,
     caught_up, extract(epoch FROM updated_at)::float8, degraded_reason,
     extract(epoch FROM degraded_since)::float8, log_resets_total
 FROM pipeline_status
-ORDER BY source
+ORDER BY cluster, updated_at DESC, source
 """
 
 # The offsets travel as four packed binary arrays (int4send/int8send, big-endian) plus
@@ -110,9 +123,9 @@ ORDER BY source
 # measurements": packed offsets).
 LIVE_OFFSETS = """
 WITH live AS (
-    SELECT group_name, topic, partition, committed_offset,
+    SELECT cluster, group_name, topic, partition, committed_offset,
         coalesce((extract(epoch FROM commit_timestamp) * 1000)::int8, -1) AS commit_ms,
-        dense_rank() OVER (ORDER BY group_name, topic) - 1 AS pair
+        dense_rank() OVER (ORDER BY cluster, group_name, topic) - 1 AS pair
     FROM committed_offsets
     WHERE NOT deleted AND committed_offset IS NOT NULL
 )
@@ -124,10 +137,10 @@ FROM live
 """
 
 OFFSET_PAIRS = """
-SELECT DISTINCT group_name, topic
+SELECT DISTINCT cluster, group_name, topic
 FROM committed_offsets
 WHERE NOT deleted AND committed_offset IS NOT NULL
-ORDER BY group_name, topic
+ORDER BY cluster, group_name, topic
 """
 
 
@@ -135,6 +148,7 @@ ORDER BY group_name, topic
 class GroupRow:
     """One group's latest state."""
 
+    cluster: str
     name: str
     type: str | None
     deleted_at: float | None
@@ -187,6 +201,7 @@ class LastRebalance:
 
 @dataclass(frozen=True, slots=True)
 class PipelineRow:
+    cluster: str
     source: str
     batches_total: int
     records_total: int
@@ -208,15 +223,17 @@ class PipelineRow:
 
 @dataclass
 class Offsets:
-    """Committed offsets as parallel arrays, sorted by group, topic and partition.
+    """Committed offsets as parallel arrays, sorted by cluster, group, topic and partition.
 
-    Names are stored once (`groups`, `topics`); rows refer to them by index, so 500,000
-    partitions cost a few arrays instead of 500,000 tuples. `pair[i]` numbers the
-    distinct (group, topic) pairs in order; `pair_group`/`pair_topic` name each pair.
+    Names are stored once (`groups`, `topics`, each with its cluster: a topic of one
+    cluster is not the same-named topic of another, whose log ends are polled from its
+    own brokers); rows refer to them by index, so 500,000 partitions cost a few arrays
+    instead of 500,000 tuples. `pair[i]` numbers the distinct (cluster, group, topic)
+    in order; `pair_group`/`pair_topic` name each pair.
     """
 
-    groups: list[str] = field(default_factory=list)
-    topics: list[str] = field(default_factory=list)
+    groups: list[GroupKey] = field(default_factory=list)
+    topics: list[tuple[str, str]] = field(default_factory=list)  # (cluster, topic)
     pair_group: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     pair_topic: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     pair: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
@@ -229,18 +246,18 @@ class Offsets:
         return len(self.committed)
 
     @cached_property
-    def pairs(self) -> list[tuple[str, str]]:
-        """(group, topic) of each pair; built once per snapshot (the lag status and the
-        exposition both read it)."""
+    def pairs(self) -> list[tuple[str, str, str]]:
+        """(cluster, group, topic) of each pair; built once per snapshot (the lag status
+        and the exposition both read it)."""
         return [
-            (self.groups[g], self.topics[t])
+            (*self.groups[g], self.topics[t][1])
             for g, t in zip(self.pair_group.tolist(), self.pair_topic.tolist(), strict=True)
         ]
 
     def only(self, keeps: Callable[[str], bool]) -> Offsets:
-        """The rows of the groups `keeps` keeps, renumbered (names, pairs) as if only
-        they had been read."""
-        kept_group = np.fromiter(map(keeps, self.groups), bool, len(self.groups))
+        """The rows of the groups whose names `keeps` keeps, renumbered (names, pairs) as
+        if only they had been read."""
+        kept_group = np.fromiter((keeps(g) for _, g in self.groups), bool, len(self.groups))
         kept_pair = kept_group[self.pair_group]
         rows = kept_pair[self.pair]
         renumbered = np.cumsum(kept_pair) - 1  # old pair index -> new, where kept
@@ -271,13 +288,13 @@ class StoreSnapshot:
 
     taken_at: float
     groups: list[GroupRow]
-    rebalances: dict[str, RebalanceTotals]
-    last_rebalances: dict[str, LastRebalance]
-    failures: list[tuple[str, int]]
+    rebalances: dict[GroupKey, RebalanceTotals]
+    last_rebalances: dict[GroupKey, LastRebalance]
+    failures: list[tuple[str, str, int]]  # (cluster, category, failures)
     pipeline: list[PipelineRow]
     offsets: Offsets
     # group -> primary cause -> rebalances (see REBALANCE_CAUSES); sums to `rebalances`
-    rebalance_causes: dict[str, dict[str, int]] = field(default_factory=dict)
+    rebalance_causes: dict[GroupKey, dict[str, int]] = field(default_factory=dict)
 
 
 def only_groups(snapshot: StoreSnapshot, groups: GroupFilter) -> StoreSnapshot:
@@ -290,10 +307,10 @@ def only_groups(snapshot: StoreSnapshot, groups: GroupFilter) -> StoreSnapshot:
     return replace(
         snapshot,
         groups=[g for g in snapshot.groups if keeps(g.name)],
-        rebalances={g: r for g, r in snapshot.rebalances.items() if keeps(g)},
-        last_rebalances={g: r for g, r in snapshot.last_rebalances.items() if keeps(g)},
+        rebalances={g: r for g, r in snapshot.rebalances.items() if keeps(g[1])},
+        last_rebalances={g: r for g, r in snapshot.last_rebalances.items() if keeps(g[1])},
         offsets=snapshot.offsets.only(keeps),
-        rebalance_causes={g: c for g, c in snapshot.rebalance_causes.items() if keeps(g)},
+        rebalance_causes={g: c for g, c in snapshot.rebalance_causes.items() if keeps(g[1])},
     )
 
 
@@ -319,15 +336,15 @@ def read_snapshot(
                 cur.execute(GROUPS)
                 groups = [GroupRow(*row) for row in cur.fetchall()]
                 cur.execute(REBALANCES, {"window": storm_window_s, "now": now})
-                totals = {r[0]: RebalanceTotals(*r[1:]) for r in cur.fetchall()}
+                totals = {(r[0], r[1]): RebalanceTotals(*r[2:]) for r in cur.fetchall()}
                 cur.execute(REBALANCE_CAUSES)
-                causes: dict[str, dict[str, int]] = {}
-                for group, cause, n in cur.fetchall():
-                    causes.setdefault(group, {})[cause] = n
+                causes: dict[GroupKey, dict[str, int]] = {}
+                for cluster, group, cause, n in cur.fetchall():
+                    causes.setdefault((cluster, group), {})[cause] = n
                 cur.execute(LAST_REBALANCES)
-                last = {r[0]: LastRebalance(*r[1:]) for r in cur.fetchall()}
+                last = {(r[0], r[1]): LastRebalance(*r[2:]) for r in cur.fetchall()}
                 cur.execute(FAILURES)
-                failures = [(reason, n) for reason, n in cur.fetchall()]
+                failures = [(cluster, reason, n) for cluster, reason, n in cur.fetchall()]
                 cur.execute(PIPELINE)
                 pipeline = [PipelineRow(*row) for row in cur.fetchall()]
                 offsets = _read_offsets(cur)
@@ -370,10 +387,14 @@ def _read_offsets(cur: psycopg.Cursor) -> Offsets:
         return Offsets()
     cur.execute(LIVE_OFFSETS, binary=True)
     pair, partition, committed, commit_ms = _one_row(cur)
-    groups: dict[str, int] = {}
-    topics: dict[str, int] = {}
-    pair_group = np.fromiter((groups.setdefault(g, len(groups)) for g, _ in pairs), np.int64)
-    pair_topic = np.fromiter((topics.setdefault(t, len(topics)) for _, t in pairs), np.int64)
+    groups: dict[GroupKey, int] = {}
+    topics: dict[tuple[str, str], int] = {}
+    pair_group = np.fromiter(
+        (groups.setdefault((c, g), len(groups)) for c, g, _ in pairs), np.int64, len(pairs)
+    )
+    pair_topic = np.fromiter(
+        (topics.setdefault((c, t), len(topics)) for c, _, t in pairs), np.int64, len(pairs)
+    )
     pair_index = np.frombuffer(pair, ">i4").astype(np.int64)
     return Offsets(
         groups=list(groups),

@@ -4,9 +4,10 @@ The windows of commits that the statuses are judged on live in the exporter (the
 the log-end history it polls), so the CLI (`groupscope lag-status`) asks the exporter,
 as Burrow's users ask Burrow's HTTP API. `/status` lists every group with its status,
 its partitions by status and its worst partition; `/status?group=NAME` gives each of the
-group's partitions with its status, lag and window, and how far the group fell behind
-during its last rebalance where the exporter sampled it (`last_rebalance_lag`,
-services/exporter/rebalancelag.py; null elsewhere).
+group's partitions with its status, lag and window (`&cluster=NAME` when groups of that
+name are on several clusters), and how far the group fell behind during its last
+rebalance where the exporter sampled it (`last_rebalance_lag`,
+services/exporter/rebalancelag.py; null elsewhere). Every group carries its cluster.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import numpy as np
 
 from services.exporter.lagstatus import NAMES, CommitWindows, group_status
 from services.exporter.rebalancelag import RebalanceLag
-from services.exporter.snapshot import Offsets
+from services.exporter.snapshot import GroupKey, Offsets
 
 
 @dataclass(frozen=True)
@@ -32,7 +33,7 @@ class StatusView:
     lag: np.ndarray
     status: np.ndarray
     window_rows: np.ndarray
-    rebalance: dict[str, RebalanceLag] = field(default_factory=dict)
+    rebalance: dict[GroupKey, RebalanceLag] = field(default_factory=dict)
 
 
 def _iso(seconds: float) -> str:
@@ -42,7 +43,7 @@ def _iso(seconds: float) -> str:
 def _partition(view: StatusView, i: int) -> dict[str, Any]:
     o = view.offsets
     return {
-        "topic": o.topics[int(o.topic[i])],
+        "topic": o.topics[int(o.topic[i])][1],
         "partition": int(o.partition[i]),
         "status": NAMES[int(view.status[i])],
         "lag": int(view.lag[i]),
@@ -66,9 +67,11 @@ def groups_document(view: StatusView) -> dict[str, Any]:
         counts: dict[str, int] = {}
         for code in statuses.tolist():
             counts[NAMES[code]] = counts.get(NAMES[code], 0) + 1
+        cluster, name = o.groups[g]
         groups.append(
             {
-                "group": o.groups[g],
+                "cluster": cluster,
+                "group": name,
                 "status": NAMES[group_status(statuses)],
                 "partitions": len(rows),
                 "total_lag": int(view.lag[rows].sum()),
@@ -79,13 +82,24 @@ def groups_document(view: StatusView) -> dict[str, Any]:
     return {"taken_at": _iso(view.taken_at), "groups": groups}
 
 
-def group_document(view: StatusView, windows: CommitWindows, group: str) -> dict[str, Any] | None:
+class AmbiguousGroupError(ValueError):
+    """A group name on several clusters, asked for without one."""
+
+
+def group_document(
+    view: StatusView, windows: CommitWindows, group: str, cluster: str | None = None
+) -> dict[str, Any] | None:
     """One group's partitions with their windows (oldest commit first); None if the
-    group has no judged partition."""
+    group (of `cluster`, if given) has no judged partition. `AmbiguousGroupError` when
+    no cluster is given and the name is on several."""
     o = view.offsets
-    if group not in o.groups:
+    found = [i for i, (c, name) in enumerate(o.groups) if name == group and cluster in (None, c)]
+    if len(found) > 1:
+        clusters = ", ".join(o.groups[i][0] for i in found)
+        raise AmbiguousGroupError(f"group {group!r} is on clusters {clusters}: give the cluster")
+    if not found:
         return None
-    g = o.groups.index(group)
+    g = found[0]
     rows = np.nonzero((o.pair_group[o.pair] == g) & (view.status > 0))[0]
     if not len(rows):
         return None
@@ -105,10 +119,11 @@ def group_document(view: StatusView, windows: CommitWindows, group: str) -> dict
         partitions.append(entry)
     return {
         "taken_at": _iso(view.taken_at),
+        "cluster": o.groups[g][0],
         "group": group,
         "status": NAMES[group_status(view.status[rows])],
         "total_lag": int(view.lag[rows].sum()),
-        "last_rebalance_lag": _rebalance_lag(view.rebalance.get(group)),
+        "last_rebalance_lag": _rebalance_lag(view.rebalance.get(o.groups[g])),
         "partitions": partitions,
     }
 

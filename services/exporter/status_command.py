@@ -57,11 +57,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=env("GROUPSCOPE_EXPORTER_URL", "http://127.0.0.1:9308"),
         help="the exporter to ask (env GROUPSCOPE_EXPORTER_URL; default http://127.0.0.1:9308)",
     )
+    parser.add_argument(
+        "--cluster",
+        metavar="NAME",
+        default=env("GROUPSCOPE_CLUSTER"),
+        help="with GROUP: the cluster it is on, when groups of that name are on several "
+        "(env GROUPSCOPE_CLUSTER); without GROUP: list only that cluster's groups",
+    )
     parser.add_argument("--json", action="store_true", help="print the exporter's JSON")
     parser.set_defaults(func=run)
 
 
-def fetch(base: str, group: str | None, timeout: float = 10.0) -> dict[str, Any]:
+def fetch(
+    base: str, group: str | None, timeout: float = 10.0, cluster: str | None = None
+) -> dict[str, Any]:
     """The exporter's /status document; UsageError with one line when it cannot be had."""
     from services.cli import UsageError
 
@@ -69,7 +78,8 @@ def fetch(base: str, group: str | None, timeout: float = 10.0) -> dict[str, Any]
         raise UsageError(f"--exporter must be an http:// or https:// URL, not {base!r}")
     url = base.rstrip("/") + "/status"
     if group is not None:
-        url += "?" + urllib.parse.urlencode({"group": group})
+        query = {"group": group} | ({"cluster": cluster} if cluster is not None else {})
+        url += "?" + urllib.parse.urlencode(query)
     try:
         with urllib.request.urlopen(url, timeout=timeout) as response:
             document: dict[str, Any] = json.load(response)
@@ -86,7 +96,9 @@ def fetch(base: str, group: str | None, timeout: float = 10.0) -> dict[str, Any]
 
 
 def run(args: argparse.Namespace) -> int:
-    document = fetch(args.exporter, args.group)
+    document = fetch(args.exporter, args.group, cluster=args.cluster)
+    if args.group is None and args.cluster is not None:
+        document["groups"] = [g for g in document["groups"] if g["cluster"] == args.cluster]
     if args.json:
         json.dump(document, sys.stdout, indent=2)
         sys.stdout.write("\n")
@@ -103,9 +115,10 @@ def groups_text(document: dict[str, Any]) -> str:
     groups = sorted(document["groups"], key=lambda g: (ORDER[g["status"]], g["group"]))
     if not groups:
         return f"no group has a lag status yet (as of {document['taken_at']})\n"
+    clusters = {g["cluster"] for g in groups}
     rows = [
         (
-            name(g["group"]),
+            name(g["group"] if len(clusters) == 1 else f"{g['cluster']}/{g['group']}"),
             g["status"],
             g["partitions"],
             " ".join(f"{k} {v}" for k, v in sorted(g["partitions_by_status"].items())),

@@ -7,7 +7,11 @@ import json
 import sys
 from collections.abc import Callable
 
-from services.store.options import add_database_url_argument, store_command
+from services.store.options import (
+    add_cluster_argument,
+    add_database_url_argument,
+    store_command,
+)
 
 TIME_HELP = "ISO 8601 (2026-03-01T12:00:00Z; no zone means UTC) or a time ago: 30m, 2h, 1d"
 
@@ -18,6 +22,8 @@ examples:
   groupscope postmortem billing --since 2h
       the last two hours
   groupscope postmortem billing --since 2026-03-01T09:00Z --until 2026-03-01T10:00Z --json
+  groupscope postmortem billing --cluster prod-eu
+      group 'billing' of the cluster whose job runs with --cluster prod-eu
 
 columns: MOVES a/s/b/m are partitions that changed owner (actual), those taken from
 members that stayed (surv), what Kafka's sticky assignor would have moved (baseline)
@@ -28,7 +34,8 @@ as client id#end of member id (a static member by its group instance id); a list
 does not fit shows as counts (+3 -3). The table fits 120 columns; --wide adds the
 assignor and leader and shows full times and every member, as --json does.
 
-exit status: 0 found; 1 unknown group or nothing in the range; 2 bad input.
+exit status: 0 found; 1 unknown group or nothing in the range; 2 bad input (also: a
+store of several clusters and no --cluster, or a cluster it does not hold).
 """
 
 OWNER_EPILOG = """\
@@ -39,7 +46,8 @@ examples:
 
 With --json, nobody found prints [] (the reason goes to stderr).
 
-exit status: 0 found; 1 unknown group or nobody owned it then; 2 bad input.
+exit status: 0 found; 1 unknown group or nobody owned it then; 2 bad input (also: a
+store of several clusters and no --cluster, or a cluster it does not hold).
 """
 
 STORMS_EPILOG = """\
@@ -52,7 +60,8 @@ examples:
   groupscope storms --since 24h --window 5m --min-rebalances 3 --json
 
 exit status: 0, also when there was no storm (it says so, or prints [] with --json);
-1 database unavailable; 2 bad input.
+1 database unavailable; 2 bad input (also: a store of several clusters and no
+--cluster, or a cluster it does not hold).
 """
 
 
@@ -131,6 +140,12 @@ def _parser(
     )
     parser.add_argument("--json", action="store_true", help="print JSON for scripts")
     add_database_url_argument(parser)
+    add_cluster_argument(
+        parser,
+        "the Kafka cluster to answer about, as its job's --cluster names it (env "
+        "GROUPSCOPE_CLUSTER; default: the store's only cluster; a store of several needs it)",
+        default=False,
+    )
     parser.set_defaults(func=func)
     return parser
 
@@ -158,9 +173,9 @@ def run_postmortem(args: argparse.Namespace) -> int:
     since, until = _time_range(args)
     return _answer(
         args,
-        lambda conn: queries.timeline(conn, args.group, since, until),
-        lambda entries: render.timeline_json(args.group, entries),
-        lambda entries: render.timeline_text(args.group, entries, wide=args.wide),
+        lambda conn, cluster: (cluster, queries.timeline(conn, args.group, since, until, cluster)),
+        lambda found: render.timeline_json(args.group, found[1], found[0]),
+        lambda found: render.timeline_text(args.group, found[1], wide=args.wide),
     )
 
 
@@ -172,7 +187,7 @@ def run_owner(args: argparse.Namespace) -> int:
     at = _time(args.at, "--at")
     return _answer(
         args,
-        lambda conn: queries.owners(conn, args.topic, partition, at, args.group),
+        lambda conn, cluster: queries.owners(conn, args.topic, partition, at, args.group, cluster),
         render.owners_json,
         render.owners_text,
         empty=[],
@@ -193,7 +208,7 @@ def run_storms(args: argparse.Namespace) -> int:
         raise UsageError(f"--window: {exc}") from None
     return _answer(
         args,
-        lambda conn: queries.storms(conn, since, until, window, minimum),
+        lambda conn, cluster: queries.storms(conn, since, until, window, minimum, cluster),
         render.storms_json,
         lambda found: (
             render.storms_text(found)
@@ -203,17 +218,20 @@ def run_storms(args: argparse.Namespace) -> int:
 
 
 def _answer(args: argparse.Namespace, ask, as_json, as_text, empty: object = None) -> int:
-    """Run one query against the chosen database and print its answer. When there is
-    none, the reason goes to stderr and, with --json, `empty` to stdout (if not None)."""
+    """Run one query against the chosen database and cluster and print its answer. When
+    there is none, the reason goes to stderr and, with --json, `empty` to stdout (if not
+    None)."""
     from services.postmortem.queries import NotFound
+    from services.store.clusters import choose, known_clusters
     from services.store.database import open_database
     from services.store.migrate import require_head
 
     with open_database(args.database_url, existing=True) as engine:
         require_head(engine)
+        cluster = choose(args.cluster, known_clusters(engine))
         with engine.connect() as conn:
             try:
-                answer = ask(conn)
+                answer = ask(conn, cluster)
             except NotFound as exc:
                 print(f"groupscope {args.command}: {exc}", file=sys.stderr)
                 if args.json and empty is not None:

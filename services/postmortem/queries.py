@@ -4,6 +4,8 @@ Each function takes a SQLAlchemy connection and returns plain dataclasses; rende
 lives in `services.postmortem.render`. The SQL views are the single definition of each
 answer, so psql users and these commands always agree. Names are looked up as the store
 keeps them (`storable_key`): a group id too long for an index is found by its full name.
+Every question is about one cluster's history (`services.store.clusters`): the same
+group name on another cluster is another group.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any, SupportsInt
 from sqlalchemy import Connection, text
 
 from services.postmortem.timeparse import iso
+from services.store.clusters import DEFAULT_CLUSTER
 from services.store.sanitize import storable_key
 
 FAR_PAST = datetime.fromisoformat("0001-01-01T00:00:00+00:00")
@@ -107,49 +110,72 @@ class Storm:
     end: datetime
 
 
-def group_exists(conn: Connection, group: str) -> bool:
-    query = text("SELECT 1 FROM groups WHERE name = :group")
-    return conn.execute(query, {"group": storable_key(group)}).first() is not None
+def group_exists(conn: Connection, group: str, cluster: str = DEFAULT_CLUSTER) -> bool:
+    query = text("SELECT 1 FROM groups WHERE cluster = :cluster AND name = :group")
+    found = conn.execute(query, {"cluster": cluster, "group": storable_key(group)})
+    return found.first() is not None
 
 
-def _require_group(conn: Connection, group: str) -> None:
-    if not group_exists(conn, group):
-        raise NotFound(f"unknown group {group!r}: it never appeared in __consumer_offsets")
+def _of(cluster: str) -> str:
+    """ " of cluster 'NAME'" in answers about a named cluster; nothing for the default."""
+    return "" if cluster == DEFAULT_CLUSTER else f" of cluster {cluster!r}"
+
+
+def _require_group(conn: Connection, group: str, cluster: str) -> None:
+    if not group_exists(conn, group, cluster):
+        raise NotFound(
+            f"unknown group {group!r}{_of(cluster)}: it never appeared in __consumer_offsets"
+        )
 
 
 def timeline(
-    conn: Connection, group: str, since: datetime | None, until: datetime | None
+    conn: Connection,
+    group: str,
+    since: datetime | None,
+    until: datetime | None,
+    cluster: str = DEFAULT_CLUSTER,
 ) -> list[TimelineEntry]:
     """The group's generations with `since <= time < until`, oldest first."""
-    _require_group(conn, group)
+    _require_group(conn, group, cluster)
     rows = conn.execute(
         text(
-            "SELECT * FROM group_timeline WHERE group_name = :group "
+            "SELECT * FROM group_timeline WHERE cluster = :cluster AND group_name = :group "
             "AND time >= :since AND time < :until ORDER BY time, source_offset"
         ),
-        {"group": storable_key(group), "since": since or FAR_PAST, "until": until or FAR_FUTURE},
+        {
+            "cluster": cluster,
+            "group": storable_key(group),
+            "since": since or FAR_PAST,
+            "until": until or FAR_FUTURE,
+        },
     ).mappings()
     entries = [_timeline_entry(row) for row in rows]
     if not entries:
-        raise NotFound(f"no generations of group {group!r} {_range(since, until)}")
+        raise NotFound(f"no generations of group {group!r}{_of(cluster)} {_range(since, until)}")
     return entries
 
 
 def owners(
-    conn: Connection, topic: str, partition: int, at: datetime, group: str | None
+    conn: Connection,
+    topic: str,
+    partition: int,
+    at: datetime,
+    group: str | None,
+    cluster: str = DEFAULT_CLUSTER,
 ) -> list[Ownership]:
-    """Who owned `topic`-`partition` at `at`, in every group or in `group`."""
+    """Who owned `topic`-`partition` of `cluster` at `at`, in every group or in `group`."""
     if group is not None:
-        _require_group(conn, group)
+        _require_group(conn, group, cluster)
     rows = conn.execute(
         text(
             "SELECT * FROM partition_ownership "
-            "WHERE topic = :topic AND partition = :partition "
+            "WHERE cluster = :cluster AND topic = :topic AND partition = :partition "
             "AND valid_from <= :at AND (valid_until IS NULL OR valid_until > :at) "
             "AND (CAST(:group AS text) IS NULL OR group_name = :group) "
             "ORDER BY group_name"
         ),
         {
+            "cluster": cluster,
             "topic": topic,
             "partition": partition,
             "at": at,
@@ -174,6 +200,7 @@ def owners(
     ]
     if not found:
         scope = f"in group {group!r}" if group else "in any group"
+        scope += _of(cluster)
         raise NotFound(f"{topic}-{partition} was not assigned {scope} at {iso(at)}")
     return found
 
@@ -184,11 +211,17 @@ def storms(
     until: datetime | None,
     window: timedelta,
     min_rebalances: int,
+    cluster: str = DEFAULT_CLUSTER,
 ) -> list[Storm]:
-    """Groups with at least `min_rebalances` rebalances within `window`, worst first."""
+    """Groups of `cluster` with at least `min_rebalances` rebalances within `window`,
+    worst first."""
     rows = conn.execute(
-        text("SELECT * FROM rebalance_storms_between(:since, :until, :window, :min)"),
+        text(
+            "SELECT * FROM rebalance_storms_between(:since, :until, :window, :min) "
+            "WHERE cluster = :cluster"
+        ),
         {
+            "cluster": cluster,
             "since": since or FAR_PAST,
             "until": until or FAR_FUTURE,
             "window": window,

@@ -112,8 +112,10 @@ def duration(span: timedelta | None) -> str:
     return f"{days}d{hours:02d}h"
 
 
-def timeline_json(group: str, entries: Sequence[TimelineEntry]) -> dict:
-    return {"group": group, "generations": [_entry_json(e) for e in entries]}
+def timeline_json(group: str, entries: Sequence[TimelineEntry], cluster: str | None = None) -> dict:
+    """The timeline for scripts; `cluster` (added with migration 0010) says whose."""
+    answer = {"group": group, "generations": [_entry_json(e) for e in entries]}
+    return answer if cluster is None else {"cluster": cluster, **answer}
 
 
 def seconds(moment: datetime) -> str:

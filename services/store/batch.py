@@ -34,8 +34,10 @@ Rules the store relies on:
 
 - **Source positions are identity.** `source_partition`/`source_offset` are where the
   record sits in `__consumer_offsets` (or the replayed capture). A generation is unique
-  by its record's position, so replaying a batch inserts nothing twice. Hence one
-  database holds one cluster's `__consumer_offsets` (a capture of it counts as the same).
+  by its record's position within its cluster, so replaying a batch inserts nothing
+  twice. A batch carries no cluster: the `HistoryStore` writing it is bound to one
+  (`HistoryStore(engine, cluster="prod-eu")`, default `default`), and so is everything
+  it reads back; the jobs of several clusters share one database, each with its own.
 - **Offsets never move backwards.** A committed offset replaces the stored one only
   when its `source_offset` is greater. A tombstone (`offset=None`) marks the row
   deleted under the same rule, so an older commit replayed later cannot revive it.

@@ -5,7 +5,11 @@ from __future__ import annotations
 import argparse
 from datetime import UTC, datetime
 
-from services.store.options import add_database_url_argument, store_command
+from services.store.options import (
+    add_cluster_argument,
+    add_database_url_argument,
+    store_command,
+)
 
 # A source that reported more recently than this may still have a job running on it.
 RECENT_S = 600
@@ -17,6 +21,9 @@ examples:
   groupscope db upgrade --database-url postgresql://groupscope:secret@db:5432/groupscope
       migrate an external PostgreSQL 14 or newer
   GROUPSCOPE_DATABASE_URL=postgresql://localhost/groupscope groupscope db upgrade
+  groupscope db upgrade --cluster prod-eu
+      a store from before clusters (revision 0010): file its history under prod-eu,
+      the name its job will run with, instead of 'default'
 
 Running it again is harmless: a database already at head is left as it is.
 """
@@ -80,6 +87,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_database_url_argument(upgrade)
+    add_cluster_argument(
+        upgrade,
+        "the cluster a store from before revision 0010 watched: its history is filed under "
+        "this name (env GROUPSCOPE_CLUSTER; default: default). A store already at 0010 "
+        "or later is not renamed",
+        default=True,
+    )
     upgrade.set_defaults(func=run_upgrade)
 
     psql = actions.add_parser(
@@ -144,6 +158,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 @store_command
 def run_upgrade(args: argparse.Namespace) -> int:
+    from services.store.clusters import check_name
     from services.store.database import (
         check_server,
         create_store_engine,
@@ -152,12 +167,13 @@ def run_upgrade(args: argparse.Namespace) -> int:
     )
     from services.store.migrate import current_revision, upgrade
 
+    cluster = check_name(args.cluster)
     with database_url(args.database_url) as url:
         engine = create_store_engine(url)
         try:
             check_server(engine)
             before = current_revision(engine)
-            upgrade(url)
+            upgrade(url, cluster=cluster)
             after = current_revision(engine)
         finally:
             engine.dispose()

@@ -36,3 +36,8 @@ class UnsupportedServerError(StoreError):
 
 class SchemaOutdatedError(StoreError):
     """The database is not at the latest migration; `groupscope db upgrade` fixes it."""
+
+
+class ClusterChoiceError(ValueError):
+    """No valid cluster, or no single cluster, to work on: bad input (exit status 2;
+    `services.store.clusters`)."""

@@ -26,15 +26,19 @@ def _migrations_dir() -> Path:
 MIGRATIONS_DIR = _migrations_dir()
 
 
-def alembic_config(url: str) -> Config:
+def alembic_config(url: str, cluster: str | None = None) -> Config:
+    """Alembic's configuration for the store at `url`. `cluster` names the history of a
+    store from before migration 0010, which held one cluster (default: `default`)."""
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS_DIR))
     config.attributes["url"] = url
+    if cluster is not None:
+        config.attributes["cluster"] = cluster
     return config
 
 
-def upgrade(url: str, revision: str = "head") -> None:
-    command.upgrade(alembic_config(url), revision)
+def upgrade(url: str, revision: str = "head", cluster: str | None = None) -> None:
+    command.upgrade(alembic_config(url, cluster), revision)
 
 
 def downgrade(url: str, revision: str) -> None:

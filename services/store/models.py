@@ -20,6 +20,12 @@ of the write throughput ("Design measurements": no foreign keys), and their pare
 are always written
 by the same transaction (see `services.store.repository`). Their primary keys start
 with the parent's key, so joins to the parent stay index lookups.
+
+Every table keyed by a group or a source position has a `cluster` column leading its
+keys (migration 0010, `services.store.clusters`): one store holds several Kafka
+clusters, and the same group name or record position on two of them never mixes.
+`generation_members` is keyed by its generation's id, `offset_history_batches` holds
+rows of the one cluster stores kept before 0007 (nothing reads it).
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ from sqlalchemy import (
     DateTime,
     Float,
     ForeignKey,
+    ForeignKeyConstraint,
     Identity,
     Index,
     Integer,
@@ -63,6 +70,16 @@ class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING_CONVENTION)
 
 
+def cluster_column(primary_key: bool = False) -> Mapped[str]:
+    """The cluster a row belongs to (migration 0010): the first column of its keys."""
+    return mapped_column(Text, primary_key=primary_key)
+
+
+def group_reference() -> ForeignKeyConstraint:
+    """(cluster, group_name) refers to its group."""
+    return ForeignKeyConstraint(["cluster", "group_name"], ["groups.cluster", "groups.name"])
+
+
 class Group(Base):
     """One consumer group, as long as `__consumer_offsets` ever mentioned it."""
 
@@ -74,6 +91,7 @@ class Group(Base):
         ),
     )
 
+    cluster: Mapped[str] = cluster_column(primary_key=True)
     name: Mapped[str] = mapped_column(Text, primary_key=True)
     # NULL until a group record says which protocol the group speaks; a group known
     # only from offset commits (consumers using assign()) has no type.
@@ -94,15 +112,21 @@ class Generation(Base):
 
     __tablename__ = "generations"
     __table_args__ = (
-        UniqueConstraint("source_partition", "source_offset"),
-        Index("ix_generations_group_name_time", "group_name", "time"),
+        UniqueConstraint("cluster", "source_partition", "source_offset"),
+        Index("ix_generations_cluster_group_name_time", "cluster", "group_name", "time"),
         Index(
-            "ix_generations_group_name_source", "group_name", "source_partition", "source_offset"
+            "ix_generations_cluster_group_name_source",
+            "cluster",
+            "group_name",
+            "source_partition",
+            "source_offset",
         ),
+        group_reference(),
     )
 
     id: Mapped[int] = mapped_column(BigInteger, Identity(always=False), primary_key=True)
-    group_name: Mapped[str] = mapped_column(Text, ForeignKey("groups.name"))
+    cluster: Mapped[str] = cluster_column()
+    group_name: Mapped[str] = mapped_column(Text)
     generation: Mapped[int] = mapped_column(Integer)
     protocol_type: Mapped[str | None] = mapped_column(Text)
     assignor: Mapped[str | None] = mapped_column(Text)
@@ -153,8 +177,9 @@ class Rebalance(Base):
 
     __tablename__ = "rebalances"
     __table_args__ = (
-        Index("ix_rebalances_group_name_time", "group_name", "time"),
+        Index("ix_rebalances_cluster_group_name_time", "cluster", "group_name", "time"),
         Index("ix_rebalances_time", "time"),
+        group_reference(),
     )
 
     to_generation_pk: Mapped[int] = mapped_column(
@@ -164,7 +189,8 @@ class Rebalance(Base):
     from_generation_pk: Mapped[int | None] = mapped_column(
         BigInteger, ForeignKey("generations.id", ondelete="SET NULL"), index=True
     )
-    group_name: Mapped[str] = mapped_column(Text, ForeignKey("groups.name"))
+    cluster: Mapped[str] = cluster_column()
+    group_name: Mapped[str] = mapped_column(Text)
     from_generation: Mapped[int] = mapped_column(Integer)
     to_generation: Mapped[int] = mapped_column(Integer)
     time: Mapped[datetime] = mapped_column(Timestamp)
@@ -201,13 +227,20 @@ class StaticReplacement(Base):
 
     __tablename__ = "static_replacements"
     __table_args__ = (
-        Index("ix_static_replacements_group_name_generation", "group_name", "generation"),
+        Index(
+            "ix_static_replacements_cluster_group_name_generation",
+            "cluster",
+            "group_name",
+            "generation",
+        ),
+        group_reference(),
     )
 
+    cluster: Mapped[str] = cluster_column(primary_key=True)
     source_partition: Mapped[int] = mapped_column(Integer, primary_key=True)
     source_offset: Mapped[int] = mapped_column(BigInteger, primary_key=True)
     instance_id: Mapped[str] = mapped_column(Text, primary_key=True)
-    group_name: Mapped[str] = mapped_column(Text, ForeignKey("groups.name"))
+    group_name: Mapped[str] = mapped_column(Text)
     generation: Mapped[int] = mapped_column(Integer)
     time: Mapped[datetime] = mapped_column(Timestamp)
     old_member_id: Mapped[str] = mapped_column(Text)
@@ -226,6 +259,7 @@ class CommittedOffset(Base):
     # in place (HOT) without touching the primary key index.
     __table_args__ = ({"postgresql_with": {"fillfactor": 50}},)
 
+    cluster: Mapped[str] = cluster_column(primary_key=True)
     group_name: Mapped[str] = mapped_column(Text, primary_key=True)
     topic: Mapped[str] = mapped_column(Text, primary_key=True)
     partition: Mapped[int] = mapped_column(Integer, primary_key=True)
@@ -262,6 +296,7 @@ class OffsetHistory(Base):
     __tablename__ = "offset_history"
     __table_args__ = ({"postgresql_partition_by": "RANGE (minute)"},)
 
+    cluster: Mapped[str] = cluster_column(primary_key=True)
     group_name: Mapped[str] = mapped_column(Text, primary_key=True)
     minute: Mapped[datetime] = mapped_column(Timestamp, primary_key=True)
     topics: Mapped[list[str]] = mapped_column(ARRAY(Text))
@@ -309,6 +344,7 @@ class DecodeFailure(Base):
 
     __tablename__ = "decode_failures"
 
+    cluster: Mapped[str] = cluster_column(primary_key=True)
     source_partition: Mapped[int] = mapped_column(Integer, primary_key=True)
     source_offset: Mapped[int] = mapped_column(BigInteger, primary_key=True)
     reason: Mapped[str] = mapped_column(Text)
@@ -328,6 +364,7 @@ class PipelineProgress(Base):
 
     __tablename__ = "pipeline_progress"
 
+    cluster: Mapped[str] = cluster_column(primary_key=True)
     source: Mapped[str] = mapped_column(Text, primary_key=True)
     partition: Mapped[int] = mapped_column(Integer, primary_key=True)
     last_offset: Mapped[int] = mapped_column(BigInteger)
@@ -342,6 +379,7 @@ class PipelineStatus(Base):
 
     __tablename__ = "pipeline_status"
 
+    cluster: Mapped[str] = cluster_column(primary_key=True)
     source: Mapped[str] = mapped_column(Text, primary_key=True)
     batches_total: Mapped[int] = mapped_column(BigInteger)
     records_total: Mapped[int] = mapped_column(BigInteger)
@@ -372,6 +410,7 @@ class RecordRepair(Base):
 
     __tablename__ = "record_repairs"
 
+    cluster: Mapped[str] = cluster_column(primary_key=True)
     source_partition: Mapped[int] = mapped_column(Integer, primary_key=True)
     source_offset: Mapped[int] = mapped_column(BigInteger, primary_key=True)
     # The field's path in the decoded record, e.g. "key.group" or "members[2].client_host".
@@ -393,6 +432,7 @@ class PrunedRebalances(Base):
 
     __tablename__ = "pruned_rebalances"
 
+    cluster: Mapped[str] = cluster_column(primary_key=True)
     group_name: Mapped[str] = mapped_column(Text, primary_key=True)
     cause: Mapped[str] = mapped_column(Text, primary_key=True)
     rebalances: Mapped[int] = mapped_column(BigInteger)
@@ -408,5 +448,6 @@ class PrunedDecodeFailures(Base):
 
     __tablename__ = "pruned_decode_failures"
 
+    cluster: Mapped[str] = cluster_column(primary_key=True)
     category: Mapped[str] = mapped_column(Text, primary_key=True)
     failures: Mapped[int] = mapped_column(BigInteger)

@@ -11,7 +11,7 @@ import sys
 from collections.abc import Callable
 
 from services.settings import env
-from services.store.errors import StoreError
+from services.store.errors import ClusterChoiceError, StoreError
 
 DATABASE_URL_ENV = "GROUPSCOPE_DATABASE_URL"
 URL_SCHEMES = ("postgresql+psycopg://", "postgresql://", "postgres://")
@@ -32,13 +32,25 @@ def add_database_url_argument(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_cluster_argument(parser: argparse.ArgumentParser, help: str, *, default: bool) -> None:
+    """`--cluster NAME` (env GROUPSCOPE_CLUSTER): the job's cluster, which defaults to
+    `default` (`default=True`), or the cluster a query reads, which defaults to the
+    store's only one (None here; `services.store.clusters.choose`)."""
+    parser.add_argument(
+        "--cluster",
+        default=env("GROUPSCOPE_CLUSTER", "default") if default else env("GROUPSCOPE_CLUSTER"),
+        metavar="NAME",
+        help=help,
+    )
+
+
 def store_command(
     command: Callable[[argparse.Namespace], int],
 ) -> Callable[[argparse.Namespace], int]:
     """Wrap a command that uses the store.
 
-    A malformed `--database-url` is bad input (exit 2); a store error (database down,
-    too old, not migrated) is one line on stderr and exit 1.
+    A malformed `--database-url` or a bad or missing `--cluster` is bad input (exit 2);
+    a store error (database down, too old, not migrated) is one line on stderr and exit 1.
     """
 
     @functools.wraps(command)
@@ -53,6 +65,8 @@ def store_command(
             )
         try:
             return command(args)
+        except ClusterChoiceError as exc:
+            raise UsageError(str(exc)) from None
         except StoreError as exc:
             print(f"groupscope {args.command}: {exc}", file=sys.stderr)
             return 1

@@ -14,6 +14,8 @@ how it is kept, all in one transaction:
 Before staging, every string is made storable (`services.store.sanitize`: no U+0000,
 keys short enough for an index) and each change becomes a `record_repairs` row.
 Conflicts resolve by natural key plus source position, so a replayed batch is a no-op.
+Every row is the store's cluster's (`HistoryStore(..., cluster=)`, migration 0010): the
+statements write it and read only its rows, so jobs of several clusters share the store.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from services.store.batch import (
     PipelineReport,
     Repair,
 )
+from services.store.clusters import DEFAULT_CLUSTER
 from services.store.database import psycopg_connection
 from services.store.errors import (
     BatchRejectedError,
@@ -47,8 +50,8 @@ from services.store.errors import (
 # Every group named in the batch exists afterwards, with first/last seen widened.
 # (Generations are staged as group events too, so they count here.)
 UPSERT_GROUPS = """
-INSERT INTO groups AS g (name, coordinator_partition, first_seen, last_seen)
-SELECT group_name, min(source_partition), min(time), max(time)
+INSERT INTO groups AS g (cluster, name, coordinator_partition, first_seen, last_seen)
+SELECT %(cluster)s, group_name, min(source_partition), min(time), max(time)
 FROM (
     SELECT group_name, source_partition, time FROM stage_group_events
     UNION ALL
@@ -56,7 +59,7 @@ FROM (
     FROM stage_offsets
 ) seen
 GROUP BY group_name
-ON CONFLICT (name) DO UPDATE SET
+ON CONFLICT (cluster, name) DO UPDATE SET
     first_seen = least(g.first_seen, excluded.first_seen),
     last_seen = greatest(g.last_seen, excluded.last_seen),
     coordinator_partition = coalesce(g.coordinator_partition, excluded.coordinator_partition)
@@ -74,36 +77,37 @@ FROM (
     FROM stage_group_events
     ORDER BY group_name, source_offset DESC
 ) e
-WHERE g.name = e.group_name
+WHERE g.cluster = %(cluster)s AND g.name = e.group_name
   AND (g.state_source_offset IS NULL OR g.state_source_offset < e.source_offset)
 """
 
 INSERT_GENERATIONS = """
-INSERT INTO generations (group_name, generation, protocol_type, assignor, leader,
+INSERT INTO generations (cluster, group_name, generation, protocol_type, assignor, leader,
     state_timestamp, time, member_count, source_partition, source_offset,
     source_timestamp, batch_id, state, partition_count)
-SELECT group_name, generation, protocol_type, assignor, leader,
+SELECT %(cluster)s, group_name, generation, protocol_type, assignor, leader,
     state_timestamp, time, member_count, source_partition, source_offset,
     source_timestamp, %(batch_id)s, state, partition_count
 FROM stage_generations
-ON CONFLICT (source_partition, source_offset) DO NOTHING
+ON CONFLICT (cluster, source_partition, source_offset) DO NOTHING
 RETURNING id, source_partition, source_offset
 """
 
 INSERT_REBALANCES = """
-INSERT INTO rebalances (to_generation_pk, from_generation_pk, group_name, from_generation,
-    to_generation, time, elapsed, members_joined, members_left, partitions_moved,
-    partitions_revoked, partitions_newly_assigned, moves_from_survivors, baseline_moves,
-    baseline_assignor, minimum_moves, cooperative_episode, disruptive, causes)
-SELECT t.id, f.id, t.group_name, r.from_generation,
+INSERT INTO rebalances (to_generation_pk, from_generation_pk, cluster, group_name,
+    from_generation, to_generation, time, elapsed, members_joined, members_left,
+    partitions_moved, partitions_revoked, partitions_newly_assigned, moves_from_survivors,
+    baseline_moves, baseline_assignor, minimum_moves, cooperative_episode, disruptive, causes)
+SELECT t.id, f.id, t.cluster, t.group_name, r.from_generation,
     t.generation, t.time, t.time - f.time, r.members_joined, r.members_left,
     r.partitions_moved, r.partitions_revoked, r.partitions_newly_assigned,
     r.moves_from_survivors, r.baseline_moves, r.baseline_assignor, r.minimum_moves,
     r.cooperative_episode, r.disruptive, r.causes::jsonb
 FROM stage_rebalances r
-JOIN generations t USING (source_partition, source_offset)
-LEFT JOIN generations f
-    ON f.source_partition = r.source_partition AND f.source_offset = r.from_source_offset
+JOIN generations t ON t.cluster = %(cluster)s
+    AND t.source_partition = r.source_partition AND t.source_offset = r.source_offset
+LEFT JOIN generations f ON f.cluster = %(cluster)s
+    AND f.source_partition = r.source_partition AND f.source_offset = r.from_source_offset
 ON CONFLICT (to_generation_pk) DO NOTHING
 """
 
@@ -132,19 +136,21 @@ WITH latest AS (
         source_offset = l.source_offset,
         batch_id = %(batch_id)s
     FROM latest l
-    WHERE c.group_name = l.group_name AND c.topic = l.topic AND c.partition = l.partition
+    WHERE c.cluster = %(cluster)s
+      AND c.group_name = l.group_name AND c.topic = l.topic AND c.partition = l.partition
       AND c.source_offset < l.source_offset
 )
-INSERT INTO committed_offsets (group_name, topic, partition, committed_offset,
+INSERT INTO committed_offsets (cluster, group_name, topic, partition, committed_offset,
     leader_epoch, metadata, commit_timestamp, expire_timestamp, deleted,
     source_partition, source_offset, batch_id)
-SELECT group_name, topic, partition, committed_offset,
+SELECT %(cluster)s, group_name, topic, partition, committed_offset,
     leader_epoch, metadata, commit_timestamp, expire_timestamp, committed_offset IS NULL,
     source_partition, source_offset, %(batch_id)s
 FROM latest l
 WHERE NOT EXISTS (
     SELECT 1 FROM committed_offsets c
-    WHERE c.group_name = l.group_name AND c.topic = l.topic AND c.partition = l.partition)
+    WHERE c.cluster = %(cluster)s
+      AND c.group_name = l.group_name AND c.topic = l.topic AND c.partition = l.partition)
 """
 
 # The offset history: per group and minute of history time (the commit timestamp, else
@@ -174,7 +180,9 @@ WITH entries AS (
 ), stored AS (
     SELECT h.group_name, h.minute, e.*
     FROM offset_history h
-    JOIN (SELECT DISTINCT group_name, minute FROM entries) touched USING (group_name, minute)
+    JOIN (SELECT DISTINCT group_name, minute FROM entries) touched
+        ON h.cluster = %(cluster)s AND h.group_name = touched.group_name
+        AND h.minute = touched.minute
     CROSS JOIN LATERAL unnest(h.topics, h.partitions, h.committed_offsets,
         h.commit_timestamps, h.source_offsets, h.commit_counts)
         AS e(topic, partition, committed_offset, commit_timestamp, source_offset, commits)
@@ -199,9 +207,9 @@ WITH entries AS (
              ELSE old_commits + new_commits END AS commits
     FROM joined
 ), history AS (
-    INSERT INTO offset_history AS h (group_name, minute, topics, partitions,
+    INSERT INTO offset_history AS h (cluster, group_name, minute, topics, partitions,
         committed_offsets, commit_timestamps, source_offsets, commit_counts)
-    SELECT group_name, minute,
+    SELECT %(cluster)s, group_name, minute,
         array_agg(topic ORDER BY source_offset, topic, partition),
         array_agg(partition ORDER BY source_offset, topic, partition),
         array_agg(committed_offset ORDER BY source_offset, topic, partition),
@@ -211,7 +219,7 @@ WITH entries AS (
     FROM merged
     GROUP BY group_name, minute
     HAVING bool_or(won)
-    ON CONFLICT (group_name, minute) DO UPDATE SET
+    ON CONFLICT (cluster, group_name, minute) DO UPDATE SET
         topics = excluded.topics,
         partitions = excluded.partitions,
         committed_offsets = excluded.committed_offsets,
@@ -229,24 +237,25 @@ FROM (
 LEFT JOIN (
     SELECT group_name, sum(added) AS added FROM merged WHERE won GROUP BY group_name
 ) w USING (group_name)
-WHERE g.name = s.group_name
+WHERE g.cluster = %(cluster)s AND g.name = s.group_name
   AND (w.added > 0 OR s.last_commit > coalesce(g.last_commit_timestamp, '-infinity'))
 """
 
 INSERT_DECODE_FAILURES = """
-INSERT INTO decode_failures (source_partition, source_offset, reason, key, value,
+INSERT INTO decode_failures (cluster, source_partition, source_offset, reason, key, value,
     source_timestamp, batch_id, category)
-SELECT source_partition, source_offset, reason, key, value, source_timestamp, %(batch_id)s,
-    coalesce(category, reason)
+SELECT %(cluster)s, source_partition, source_offset, reason, key, value, source_timestamp,
+    %(batch_id)s, coalesce(category, reason)
 FROM stage_decode_failures
-ON CONFLICT (source_partition, source_offset) DO NOTHING
+ON CONFLICT (cluster, source_partition, source_offset) DO NOTHING
 """
 
 UPSERT_PROGRESS = """
-INSERT INTO pipeline_progress AS p (source, partition, last_offset, batch_id, updated_at,
-    position_base)
-VALUES (%(source)s, %(partition)s, %(last_offset)s, %(batch_id)s, %(batch_time)s, %(base)s)
-ON CONFLICT (source, partition) DO UPDATE SET
+INSERT INTO pipeline_progress AS p (cluster, source, partition, last_offset, batch_id,
+    updated_at, position_base)
+VALUES (%(cluster)s, %(source)s, %(partition)s, %(last_offset)s, %(batch_id)s, %(batch_time)s,
+    %(base)s)
+ON CONFLICT (cluster, source, partition) DO UPDATE SET
     last_offset = excluded.last_offset,
     position_base = greatest(p.position_base, excluded.position_base),
     batch_id = excluded.batch_id,
@@ -260,12 +269,12 @@ WHERE p.last_offset < excluded.last_offset
 # batch ids at 0; the job clears last_batch_id first (`HistoryStore.restart_batches`).
 _NEW_BATCH = "(s.last_batch_id IS NULL OR s.last_batch_id < excluded.last_batch_id)"
 COUNT_BATCH = f"""
-INSERT INTO pipeline_status AS s (source, batches_total, records_total, log_resets_total,
-    last_batch_id, last_batch_time, last_batch_records, last_batch_seconds, caught_up,
-    updated_at)
-VALUES (%(source)s, 1, %(records)s, %(log_resets)s, %(batch_id)s, %(batch_time)s,
+INSERT INTO pipeline_status AS s (cluster, source, batches_total, records_total,
+    log_resets_total, last_batch_id, last_batch_time, last_batch_records, last_batch_seconds,
+    caught_up, updated_at)
+VALUES (%(cluster)s, %(source)s, 1, %(records)s, %(log_resets)s, %(batch_id)s, %(batch_time)s,
     %(records)s, %(seconds)s, false, %(batch_time)s)
-ON CONFLICT (source) DO UPDATE SET
+ON CONFLICT (cluster, source) DO UPDATE SET
     batches_total = s.batches_total + CASE WHEN {_NEW_BATCH} THEN 1 ELSE 0 END,
     records_total = s.records_total
         + CASE WHEN {_NEW_BATCH} THEN excluded.records_total ELSE 0 END,
@@ -279,12 +288,12 @@ ON CONFLICT (source) DO UPDATE SET
 """
 
 REPORT_STATUS = """
-INSERT INTO pipeline_status AS s (source, batches_total, records_total, caught_up,
+INSERT INTO pipeline_status AS s (cluster, source, batches_total, records_total, caught_up,
     records_behind, input_rows_per_second, processed_rows_per_second, updated_at,
     degraded_reason, degraded_since)
-VALUES (%(source)s, 0, 0, %(caught_up)s, %(records_behind)s, %(input_rate)s,
+VALUES (%(cluster)s, %(source)s, 0, 0, %(caught_up)s, %(records_behind)s, %(input_rate)s,
     %(processed_rate)s, %(at)s, %(degraded_reason)s, %(degraded_since)s)
-ON CONFLICT (source) DO UPDATE SET
+ON CONFLICT (cluster, source) DO UPDATE SET
     caught_up = excluded.caught_up,
     records_behind = excluded.records_behind,
     degraded_reason = excluded.degraded_reason,
@@ -297,9 +306,9 @@ ON CONFLICT (source) DO UPDATE SET
 
 # A replayed batch rewrites the same static replacements: nothing is added twice.
 INSERT_REPLACEMENTS = """
-INSERT INTO static_replacements (source_partition, source_offset, instance_id, group_name,
-    generation, time, old_member_id, new_member_id)
-SELECT source_partition, source_offset, instance_id, group_name, generation, time,
+INSERT INTO static_replacements (cluster, source_partition, source_offset, instance_id,
+    group_name, generation, time, old_member_id, new_member_id)
+SELECT %(cluster)s, source_partition, source_offset, instance_id, group_name, generation, time,
     old_member_id, new_member_id
 FROM stage_static_replacements
 ON CONFLICT DO NOTHING
@@ -315,19 +324,20 @@ UPDATE rebalances AS r SET
     gap_max = c.gap_max,
     gap_median = c.gap_median
 FROM stage_rebalance_costs c
-JOIN generations t USING (source_partition, source_offset)
+JOIN generations t ON t.cluster = %(cluster)s
+    AND t.source_partition = c.source_partition AND t.source_offset = c.source_offset
 WHERE r.to_generation_pk = t.id
   AND (r.gap_partitions IS NULL OR r.gap_partitions <= c.measured)
 """
 
 # A replayed batch repairs the same fields of the same records: nothing is added twice.
 INSERT_REPAIRS = """
-INSERT INTO record_repairs (source_partition, source_offset, field, reason, original,
-    original_ms, stored, batch_id)
-SELECT source_partition, source_offset, field, reason, original, original_ms, stored,
+INSERT INTO record_repairs (cluster, source_partition, source_offset, field, reason,
+    original, original_ms, stored, batch_id)
+SELECT %(cluster)s, source_partition, source_offset, field, reason, original, original_ms, stored,
     %(batch_id)s
 FROM stage_repairs
-ON CONFLICT (source_partition, source_offset, field) DO NOTHING
+ON CONFLICT (cluster, source_partition, source_offset, field) DO NOTHING
 """
 
 # Run after the generations and their members are in.
@@ -364,11 +374,22 @@ class Statements:
 
 
 class HistoryStore:
-    """The streaming job's handle on the store: one `write_batch` per micro-batch."""
+    """The streaming job's handle on the store: one `write_batch` per micro-batch.
 
-    def __init__(self, engine: Engine, statements: Statements | None = None) -> None:
+    Bound to one cluster (`services.store.clusters`): it writes every row under that
+    name, and its reads (progress, batch counts) see only that cluster's rows.
+    """
+
+    def __init__(
+        self,
+        engine: Engine,
+        statements: Statements | None = None,
+        *,
+        cluster: str = DEFAULT_CLUSTER,
+    ) -> None:
         self.engine = engine
         self.statements = statements or Statements()
+        self.cluster = cluster
 
     def write_batch(self, batch: BatchWrite) -> None:
         """Apply the whole batch in one transaction, or raise and keep none of it.
@@ -378,7 +399,7 @@ class HistoryStore:
         constraint. In both cases the transaction rolled back.
         """
         with self._transaction(f"batch {batch.batch_id} of {batch.source} not written") as cur:
-            _merge(cur, _stage(cur, batch), self.statements)
+            _merge(cur, _stage(cur, batch), self.statements, self.cluster)
             self.statements.before_commit(cur)
 
     def rejection(self, batch: BatchWrite) -> str | None:
@@ -389,7 +410,7 @@ class HistoryStore:
         """
         try:
             with self._transaction(f"batch {batch.batch_id} rejected", keep=False) as cur:
-                _merge(cur, _stage(cur, batch), self.statements)
+                _merge(cur, _stage(cur, batch), self.statements, self.cluster)
         except BatchRejectedError as exc:
             return first_line(exc.__cause__ or exc)
         return None
@@ -400,7 +421,7 @@ class HistoryStore:
         Raises `StoreUnavailableError` or `BatchRejectedError` like `write_batch`.
         """
         with self._transaction(f"status of {status.source} not written") as cursor:
-            cursor.execute(REPORT_STATUS, asdict(status))
+            cursor.execute(REPORT_STATUS, {**asdict(status), "cluster": self.cluster})
 
     @contextmanager
     def _transaction(self, failure: str, *, keep: bool = True) -> Iterator[psycopg.Cursor]:
@@ -420,11 +441,12 @@ class HistoryStore:
     def progress(self, source: str) -> dict[int, tuple[int, int]]:
         """`{source partition: (last processed offset, batch id)}` as stored."""
         query = text(
-            "SELECT partition, last_offset, batch_id FROM pipeline_progress WHERE source = :s"
+            "SELECT partition, last_offset, batch_id FROM pipeline_progress "
+            "WHERE cluster = :c AND source = :s"
         )
         try:
             with self.engine.connect() as conn:
-                rows = conn.execute(query, {"s": source}).all()
+                rows = conn.execute(query, {"c": self.cluster, "s": source}).all()
         except DBAPIError as exc:
             raise store_error(exc, f"progress of {source} not read") from exc
         return {partition: (offset, batch_id) for partition, offset, batch_id in rows}
@@ -434,31 +456,33 @@ class HistoryStore:
         `SourceProgress.base`), for a new checkpoint to start from."""
         query = text(
             "SELECT partition, position_base FROM pipeline_progress "
-            "WHERE source = :s AND position_base > 0"
+            "WHERE cluster = :c AND source = :s AND position_base > 0"
         )
         try:
             with self.engine.connect() as conn:
-                rows = conn.execute(query, {"s": source}).all()
+                rows = conn.execute(query, {"c": self.cluster, "s": source}).all()
             return {partition: base for partition, base in rows}
         except DBAPIError as exc:
             raise store_error(exc, f"position bases of {source} not read") from exc
 
     def last_batch(self, source: str) -> int | None:
         """The newest batch id of `source` the store holds (and has counted), or None."""
-        query = text("SELECT last_batch_id FROM pipeline_status WHERE source = :s")
+        query = text("SELECT last_batch_id FROM pipeline_status WHERE cluster = :c AND source = :s")
         try:
             with self.engine.connect() as conn:
-                return conn.execute(query, {"s": source}).scalar_one_or_none()
+                return conn.execute(query, {"c": self.cluster, "s": source}).scalar_one_or_none()
         except DBAPIError as exc:
             raise store_error(exc, f"last batch of {source} not read") from exc
 
     def restart_batches(self, source: str) -> None:
         """Count `source`'s batches from id 0 again: a new checkpoint restarts Spark's
         batch ids, and `COUNT_BATCH` counts only ids above the last one counted."""
-        query = text("UPDATE pipeline_status SET last_batch_id = NULL WHERE source = :s")
+        query = text(
+            "UPDATE pipeline_status SET last_batch_id = NULL WHERE cluster = :c AND source = :s"
+        )
         try:
             with self.engine.begin() as conn:
-                conn.execute(query, {"s": source})
+                conn.execute(query, {"c": self.cluster, "s": source})
         except DBAPIError as exc:
             raise store_error(exc, f"batch count of {source} not restarted") from exc
 
@@ -507,8 +531,12 @@ def _stage(cursor: psycopg.Cursor, batch: BatchWrite) -> BatchWrite:
     return replace(batch, repairs=repairs)
 
 
-def _merge(cursor: psycopg.Cursor, batch: BatchWrite, statements: Statements) -> None:
-    params: dict[str, object] = {"batch_id": batch.batch_id, "batch_time": batch.batch_time}
+def _merge(cursor: psycopg.Cursor, batch: BatchWrite, statements: Statements, cluster: str) -> None:
+    params: dict[str, object] = {
+        "batch_id": batch.batch_id,
+        "batch_time": batch.batch_time,
+        "cluster": cluster,
+    }
     # Sorting 100,000 staged offsets needs ~15 MB; the 4 MB default spills to disk.
     cursor.execute("SET LOCAL work_mem = '64MB'")
     statements.execute(cursor, UPSERT_GROUPS, params)

@@ -61,24 +61,27 @@ def _doomed(g: str) -> str:
     generation of its group (in the views' order: time, then position) that began at
     or before the cutoff, and not its group's latest by position (the snapshot's)."""
     return f"""({g}.time < :cutoff
-    AND EXISTS (SELECT 1 FROM generations n WHERE n.group_name = {g}.group_name
+    AND EXISTS (SELECT 1 FROM generations n
+        WHERE n.cluster = {g}.cluster AND n.group_name = {g}.group_name
         AND n.time <= :cutoff AND (n.time, n.source_offset) > ({g}.time, {g}.source_offset))
-    AND EXISTS (SELECT 1 FROM generations n WHERE n.group_name = {g}.group_name
+    AND EXISTS (SELECT 1 FROM generations n
+        WHERE n.cluster = {g}.cluster AND n.group_name = {g}.group_name
         AND (n.source_partition, n.source_offset) > ({g}.source_partition, {g}.source_offset)))"""
 
 
 # The rebalances about to go, added to what the exporter counts on
 # (`pruned_rebalances`), in the transaction that deletes them: its counters never drop.
 FOLD_REBALANCES = f"""
-INSERT INTO pruned_rebalances AS p (group_name, cause, rebalances, disruptive,
+INSERT INTO pruned_rebalances AS p (cluster, group_name, cause, rebalances, disruptive,
     partitions_moved, baseline_moves, minimum_moves)
-SELECT r.group_name, {primary_cause_sql("r")}, count(*), count(*) FILTER (WHERE r.disruptive),
+SELECT r.cluster, r.group_name, {primary_cause_sql("r")}, count(*),
+    count(*) FILTER (WHERE r.disruptive),
     coalesce(sum(r.partitions_moved), 0), coalesce(sum(r.baseline_moves), 0),
     coalesce(sum(r.minimum_moves), 0)
 FROM rebalances r
 WHERE r.to_generation_pk = ANY(:ids)
-GROUP BY 1, 2
-ON CONFLICT (group_name, cause) DO UPDATE SET
+GROUP BY 1, 2, 3
+ON CONFLICT (cluster, group_name, cause) DO UPDATE SET
     rebalances = p.rebalances + excluded.rebalances,
     disruptive = p.disruptive + excluded.disruptive,
     partitions_moved = p.partitions_moved + excluded.partitions_moved,
@@ -87,9 +90,9 @@ ON CONFLICT (group_name, cause) DO UPDATE SET
 """
 # The same for the decode failures deleted (`gone`), per category.
 FOLD_FAILURES = """
-INSERT INTO pruned_decode_failures AS p (category, failures)
-SELECT coalesce(category, reason), count(*) FROM gone GROUP BY 1
-ON CONFLICT (category) DO UPDATE SET failures = p.failures + excluded.failures
+INSERT INTO pruned_decode_failures AS p (cluster, category, failures)
+SELECT cluster, coalesce(category, reason), count(*) FROM gone GROUP BY 1, 2
+ON CONFLICT (cluster, category) DO UPDATE SET failures = p.failures + excluded.failures
 """
 
 # Table, the condition on its row `s` that prunes it (after the generations), and a
@@ -98,7 +101,8 @@ ROW_TABLES: tuple[tuple[str, str, str | None], ...] = (
     (
         "static_replacements",
         "s.time < :cutoff AND NOT EXISTS (SELECT 1 FROM generations g "
-        "WHERE g.group_name = s.group_name AND g.generation = s.generation "
+        "WHERE g.cluster = s.cluster AND g.group_name = s.group_name "
+        "AND g.generation = s.generation "
         f"AND NOT {_doomed('g')})",
         None,
     ),

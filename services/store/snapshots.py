@@ -2,7 +2,7 @@
 
 The job measures a rebalance against the group's previous generation, which may have
 been written by an earlier run. On start it reads the latest generation of every group
-that is not deleted, with its members and assignment.
+of its cluster that is not deleted, with its members and assignment.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from datetime import datetime
 from sqlalchemy import Engine, select
 from sqlalchemy.dialects.postgresql import distinct_on
 
+from services.store.clusters import DEFAULT_CLUSTER
 from services.store.models import Generation, GenerationMember, Group
 
 
@@ -36,12 +37,15 @@ class LatestGeneration:
     members: Sequence[LatestMember]
 
 
-def latest_generations(engine: Engine) -> dict[str, LatestGeneration]:
-    """The newest generation (by source position) of every group not deleted."""
+def latest_generations(
+    engine: Engine, cluster: str = DEFAULT_CLUSTER
+) -> dict[str, LatestGeneration]:
+    """The newest generation (by source position) of every group of `cluster` not
+    deleted."""
     newest = (
         select(Generation)
-        .join(Group, Group.name == Generation.group_name)
-        .where(Group.deleted_at.is_(None))
+        .join(Group, (Group.cluster == Generation.cluster) & (Group.name == Generation.group_name))
+        .where(Group.deleted_at.is_(None), Generation.cluster == cluster)
         .order_by(
             Generation.group_name,
             Generation.source_partition.desc(),

@@ -230,7 +230,8 @@ def test_the_storm_alert_fires(run: Run, prometheus: Prometheus) -> None:
     assert alert["labels"]["group"] == run.group
     assert alert["labels"]["severity"] == "warning"
     assert alert["annotations"]["summary"].startswith(f"Rebalance storm in group {run.group}: ")
-    assert f"groupscope postmortem {run.group} --since 30m" in alert["annotations"]["description"]
+    expected = f"groupscope postmortem {run.group} --cluster default --since 30m"
+    assert expected in alert["annotations"]["description"]
     series = prometheus.query(f'ALERTS{{alertname="{STORM_ALERT}", alertstate="firing"}}')
     assert [s["metric"]["group"] for s in series] == [run.group]
 
@@ -254,7 +255,7 @@ UNSAMPLED = "groupscope_group_last_rebalance_lag_"
 
 
 def test_every_dashboard_promql_query_returns_data(run: Run, prometheus: Prometheus) -> None:
-    values = {"group": run.group, "topic": run.topic}
+    values = {"cluster": "default", "group": run.group, "topic": run.topic}
     prom = [q for q in every_query() if not q.is_sql]
     assert len(prom) >= 40
     empty, unsampled = [], []
@@ -272,11 +273,11 @@ def test_every_dashboard_promql_query_returns_data(run: Run, prometheus: Prometh
 
 
 def test_the_variables_offer_the_run_s_group_and_topic(run: Run, prometheus: Prometheus) -> None:
-    expected = {"group": run.group, "topic": run.topic}
+    expected = {"cluster": "default", "group": run.group, "topic": run.topic}
     for name, d in dashboards().items():
         for v in variables(d, "query"):
             m = re.fullmatch(r"label_values\((.+), (\w+)\)", v["definition"])
-            selector = substitute_promql(m.group(1), {"group": run.group})
+            selector = substitute_promql(m.group(1), {"cluster": "default", "group": run.group})
             label_values = prometheus.get(
                 f"/api/v1/label/{m.group(2)}/values", **{"match[]": selector}
             )
@@ -287,7 +288,12 @@ def test_every_dashboard_sql_query_returns_data(run: Run) -> None:
     now = datetime.now(UTC)
     start = (now - timedelta(hours=1)).isoformat()
     end = (now + timedelta(minutes=5)).isoformat()
-    values = {"group": [run.group], "topic": [run.topic], **textbox_defaults()}
+    values = {
+        "cluster": ["default"],
+        "group": [run.group],
+        "topic": [run.topic],
+        **textbox_defaults(),
+    }
     sql_queries = [q for q in every_query() if q.is_sql]
     assert sql_queries
     empty = []

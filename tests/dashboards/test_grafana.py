@@ -263,14 +263,19 @@ def idle_prometheus(start_prometheus) -> Prometheus:
 def test_every_promql_query_is_valid_for_prometheus(idle_prometheus: Prometheus) -> None:
     """Real Prometheus parses every expression (a syntax error is an HTTP 400), with the
     variables substituted as Grafana does; the end-to-end test checks that they return data."""
-    values = {"group": "billing", "topic": "orders"}
+    values = {"cluster": "default", "group": "billing", "topic": "orders"}
     for q in every_query():
         if not q.is_sql:
             idle_prometheus.query(substitute_promql(q.text, values))
 
 
 def test_every_sql_query_runs_on_the_migrated_store(database_url: str) -> None:
-    values = {"group": ["billing"], "topic": ["orders", "it's"], **textbox_defaults()}
+    values = {
+        "cluster": ["default"],
+        "group": ["billing"],
+        "topic": ["orders", "it's"],
+        **textbox_defaults(),
+    }
     sql_queries = [q for q in every_query() if q.is_sql]
     assert len(sql_queries) >= 6
     with psycopg.connect(database_url) as conn:

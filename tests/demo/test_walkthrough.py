@@ -30,7 +30,7 @@ def test_demo_finds_the_storm_and_serves_metrics(
     churn = out.split("Churn of every rebalance")[1].split("Per group")[0]
     assert "(sticky)" in churn and "(uniform)" in churn
     assert "Postmortem timeline of mixed-0-audit-crashloop" in out
-    assert 'groupscope_group_storm{group="mixed-0-audit-crashloop"} 1' in out
-    assert 'groupscope_group_storm{group="mixed-0-payments-cooperative"} 0' in out
-    assert 'groupscope_group_storm{group="mixed-0-billing-kip848"} 0' in out
+    assert 'groupscope_group_storm{cluster="default",group="mixed-0-audit-crashloop"} 1' in out
+    assert 'groupscope_group_storm{cluster="default",group="mixed-0-payments-cooperative"} 0' in out
+    assert 'groupscope_group_storm{cluster="default",group="mixed-0-billing-kip848"} 0' in out
     assert "groupscope_pipeline_caught_up{" in out and "/metrics" in out

@@ -66,7 +66,7 @@ def test_metrics_health_and_readiness(exporter, store_engine: Engine) -> None:
     status, body, _ = get(base + "/metrics")
     assert status == 200
     s = samples(body)
-    labels = (("group", "payments"), ("topic", topic))
+    labels = (("cluster", "default"), ("group", "payments"), ("topic", topic))
     assert s[("groupscope_lag_sum", labels)] == (5 - 3) + (5 - 5)
     assert s[("groupscope_committed_offset_sum", labels)] == 8
     assert s[("groupscope_exporter_lag_partitions", ())] == 2
@@ -101,7 +101,15 @@ def test_a_store_outage_keeps_the_last_metrics_and_counts_errors(exporter) -> No
     # Counted as the refresh fails, not once the store is back (the refresh loop may
     # have failed too meanwhile).
     assert after[("groupscope_exporter_refresh_errors_total", ())] >= 1
-    assert after[("groupscope_lag_sum", (("group", "payments"), ("topic", topic)))] == 2
+    assert (
+        after[
+            (
+                "groupscope_lag_sum",
+                (("cluster", "default"), ("group", "payments"), ("topic", topic)),
+            )
+        ]
+        == 2
+    )
     assert app.stats.refresh_errors >= 1
     assert get(f"http://127.0.0.1:{app.port}/readyz")[0] == 503
     assert before.keys() == after.keys()
@@ -111,7 +119,7 @@ def test_lag_follows_the_log_between_refreshes(exporter, kafka_broker) -> None:
     app, topic = exporter
     kafka_broker.produce(topic, [1] * 4)
     deadline = time.monotonic() + 20
-    labels = (("group", "payments"), ("topic", topic))
+    labels = (("cluster", "default"), ("group", "payments"), ("topic", topic))
     while time.monotonic() < deadline:
         s = samples(get(f"http://127.0.0.1:{app.port}/metrics")[1])
         if s[("groupscope_lag_sum", labels)] == 2 + 4:
@@ -127,6 +135,12 @@ def test_command_rejects_bad_flags_with_one_line() -> None:
         (["--port", "70000"], "--port must be 0-65535"),
         (["--storm-rebalances", "0"], "--storm-rebalances must be at least 1"),
         (["--database-url", "mysql://x"], "expected a PostgreSQL URL"),
+        (["--cluster-bootstrap", "us"], "--cluster-bootstrap expects NAME=SERVERS, not 'us'"),
+        (["--bootstrap-servers", "b:1", "--cluster", "e u"], "--cluster 'e u': a cluster name"),
+        (
+            ["--bootstrap-servers", "b:1", "--cluster-bootstrap", "default=c:1"],
+            "--cluster-bootstrap default: the cluster's brokers are given twice",
+        ),
     ):
         done = subprocess.run(
             [sys.executable, "-m", "services.cli", "exporter", *flags],

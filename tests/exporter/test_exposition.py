@@ -175,6 +175,8 @@ def scrape(
 
 
 def value(samples: dict, name: str, **labels: str) -> float:
+    """The sample of `name` with `labels`, of the `default` cluster unless one is given."""
+    labels = {"cluster": "default", **labels}
     return samples[("groupscope_" + name, tuple(sorted(labels.items())))]
 
 
@@ -182,8 +184,8 @@ def test_the_storm_window_ends_at_the_exporters_clock(seeded: Engine) -> None:
     """Counted against the `now` given, not the database's clock: 20 minutes on, the
     crash loop's six rebalances (1 to 6 minutes before NOW) have left a 10-minute window."""
     later = read_snapshot(seeded, 600, NOW + timedelta(minutes=20))
-    assert later.rebalances["crashy"].in_window == 0
-    assert read_snapshot(seeded, 600, NOW).rebalances["crashy"].in_window == 6
+    assert later.rebalances[("default", "crashy")].in_window == 0
+    assert read_snapshot(seeded, 600, NOW).rebalances[("default", "crashy")].in_window == 6
 
 
 def test_group_state_generation_and_members(seeded: Engine) -> None:
@@ -199,6 +201,7 @@ def test_group_state_generation_and_members(seeded: Engine) -> None:
     }
     billing = next(dict(labels) for labels in info if dict(labels)["group"] == "billing")
     assert billing == {
+        "cluster": "default",
         "group": "billing",
         "type": "classic",
         "protocol": "consumer",
@@ -222,7 +225,8 @@ def test_rebalances_moves_churn_and_storm(seeded: Engine) -> None:
     assert value(s, "group_last_excess_moves", group="billing") == 0
     assert value(s, "group_last_excess_moves", group="crashy") == 4
     assert value(s, "group_last_rebalance_commit_gap_seconds", group="billing") == 7.5
-    assert ("groupscope_group_last_rebalance_commit_gap_seconds", (("group", "crashy"),)) not in s
+    gap = "groupscope_group_last_rebalance_commit_gap_seconds"
+    assert (gap, (("cluster", "default"), ("group", "crashy"))) not in s
     # billing's rebalances are 40-50 minutes old: outside the 10-minute window
     assert value(s, "group_rebalances_in_storm_window", group="billing") == 0
     assert value(s, "group_storm", group="billing") == 0
@@ -277,7 +281,7 @@ def test_rebalances_count_once_under_their_primary_cause(seeded: Engine) -> None
     snapshot = read_snapshot(seeded, 600, NOW)
     for group in {g for g, _ in by_cause}:
         total = sum(v for (g, _), v in by_cause.items() if g == group)
-        rebalances = snapshot.rebalances.get(group)
+        rebalances = snapshot.rebalances.get(("default", group))
         assert total == (rebalances.rebalances if rebalances else 0), group
 
 
@@ -286,21 +290,22 @@ def test_commits_count_superseded_ones_once(seeded: Engine) -> None:
     assert value(s, "group_commits_total", group="billing") == 5 + 2 + 3
     assert value(s, "committed_offset_sum", group="billing", topic="orders") == 45 + 50
     assert value(s, "group_last_commit_timestamp_seconds", group="billing") == (ago(1).timestamp())
-    assert ("groupscope_committed_offset_sum", (("group", "gone"), ("topic", "orders"))) not in s
+    gone = (("cluster", "default"), ("group", "gone"), ("topic", "orders"))
+    assert ("groupscope_committed_offset_sum", gone) not in s
 
 
 def test_failures_by_category_and_pipeline_health(seeded: Engine) -> None:
     s = scrape(seeded)
     assert value(s, "decode_failures_total", reason="value: truncated") == 2
     assert value(s, "decode_failures_total", reason="unknown record type") == 1
-    assert value(s, "pipeline_batches_total", source=SOURCE) == 2
-    assert value(s, "pipeline_records_total", source=SOURCE) == 123
-    assert value(s, "pipeline_batch_duration_seconds", source=SOURCE) == 0.25
-    assert value(s, "pipeline_caught_up", source=SOURCE) == 1
-    assert value(s, "pipeline_records_behind", source=SOURCE) == 0
-    assert value(s, "pipeline_input_records_per_second", source=SOURCE) == 1500
-    assert value(s, "pipeline_processed_records_per_second", source=SOURCE) == 9000
-    assert value(s, "pipeline_status_age_seconds", source=SOURCE) == pytest.approx(30, abs=5)
+    assert value(s, "pipeline_batches_total", cluster="default") == 2
+    assert value(s, "pipeline_records_total", cluster="default") == 123
+    assert value(s, "pipeline_batch_duration_seconds", cluster="default") == 0.25
+    assert value(s, "pipeline_caught_up", cluster="default") == 1
+    assert value(s, "pipeline_records_behind", cluster="default") == 0
+    assert value(s, "pipeline_input_records_per_second", cluster="default") == 1500
+    assert value(s, "pipeline_processed_records_per_second", cluster="default") == 9000
+    assert value(s, "pipeline_status_age_seconds", cluster="default") == pytest.approx(30, abs=5)
 
 
 def test_lag_sums_per_topic_and_partitions_only_behind_the_flag(seeded: Engine) -> None:
@@ -355,6 +360,7 @@ def test_no_member_ids_in_labels(seeded: Engine) -> None:
     s = scrape(seeded, per_partition=True, lag=True)
     label_names = {name for _, labels in s for name, _ in labels}
     assert label_names <= {
+        "cluster",
         "group",
         "topic",
         "partition",

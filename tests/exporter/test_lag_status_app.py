@@ -86,19 +86,26 @@ def test_statuses_follow_burrows_rules_through_the_exporter(run: Run, capsys) ->
         )
         if i == 0:  # one commit observed per partition: not judged yet
             first = samples(get(f"http://127.0.0.1:{run.app.port}/metrics")[1])
-            assert first[("groupscope_group_lag_status", (("group", "payments"),))] == 0
+            assert (
+                first[
+                    ("groupscope_group_lag_status", (("cluster", "default"), ("group", "payments")))
+                ]
+                == 0
+            )
     port = run.app.port
     s = samples(get(f"http://127.0.0.1:{port}/metrics")[1])
     topic = run.topic
 
     def partition(group: str, p: int) -> float:
-        key = (("group", group), ("partition", str(p)), ("topic", topic))
+        key = (("cluster", "default"), ("group", group), ("partition", str(p)), ("topic", topic))
         return s[("groupscope_partition_lag_status", key)]
 
     assert [partition("payments", p) for p in range(3)] == [OK, STALL, WARN]
     assert partition("billing", 0) == OK
-    assert s[("groupscope_group_lag_status", (("group", "payments"),))] == ERR
-    assert s[("groupscope_group_lag_status", (("group", "billing"),))] == OK
+    assert (
+        s[("groupscope_group_lag_status", (("cluster", "default"), ("group", "payments")))] == ERR
+    )
+    assert s[("groupscope_group_lag_status", (("cluster", "default"), ("group", "billing")))] == OK
 
     code, body, _ = get(f"http://127.0.0.1:{port}/status")
     groups = {g["group"]: g for g in json.loads(body)["groups"]}
@@ -132,7 +139,7 @@ def test_statuses_follow_burrows_rules_through_the_exporter(run: Run, capsys) ->
         run.step([0], {("payments", 0): log[0]})
     s = samples(get(f"http://127.0.0.1:{port}/metrics")[1])
     assert partition("billing", 0) == STOP
-    assert s[("groupscope_group_lag_status", (("group", "billing"),))] == ERR
+    assert s[("groupscope_group_lag_status", (("cluster", "default"), ("group", "billing")))] == ERR
 
 
 def test_without_log_ends_there_is_no_lag_status(store_engine: Engine, capsys) -> None:

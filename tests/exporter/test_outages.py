@@ -37,7 +37,10 @@ from tests.fixtures.postgres import PostgresServer
 ROOT = Path(__file__).resolve().parents[2]
 T = TypeVar("T")
 ERRORS = ("groupscope_exporter_refresh_errors_total", ())
-LAST_COMMIT = ("groupscope_group_last_commit_timestamp_seconds", (("group", "payments"),))
+LAST_COMMIT = (
+    "groupscope_group_last_commit_timestamp_seconds",
+    (("cluster", "default"), ("group", "payments")),
+)
 LAST_REFRESH = ("groupscope_exporter_last_refresh_timestamp_seconds", ())
 
 
@@ -131,11 +134,11 @@ def wait_for(check: Callable[[], T | None], seconds: float, what: str) -> T:
         time.sleep(0.2)
 
 
-def seed(url: str, *reports: PipelineReport) -> None:
-    """A group with one commit a minute ago, and the job's reports."""
+def seed(url: str, *reports: PipelineReport, cluster: str = "default") -> None:
+    """A group of `cluster` with one commit a minute ago, and the job's reports."""
     engine = create_store_engine(url)
     try:
-        store = HistoryStore(engine)
+        store = HistoryStore(engine, cluster=cluster)
         store.write_batch(
             batch(
                 1,
@@ -199,12 +202,15 @@ def test_a_database_outage_counts_errors_moves_the_ages_and_recovers(
         # The ages keep moving with the clock from the last values read; the stored
         # moments stay.
         assert second[LAST_COMMIT] == first[LAST_COMMIT]
-        age = ("groupscope_pipeline_status_age_seconds", (("source", SOURCE),))
+        age = ("groupscope_pipeline_status_age_seconds", (("cluster", "default"),))
         assert second[age] - first[age] == pytest.approx(3, abs=1.5)
         # The last metrics stay up; the last refresh stays where it was.
         assert (
             second[
-                ("groupscope_committed_offset_sum", (("group", "payments"), ("topic", "orders")))
+                (
+                    "groupscope_committed_offset_sum",
+                    (("cluster", "default"), ("group", "payments"), ("topic", "orders")),
+                )
             ]
             == 42
         )
@@ -331,7 +337,9 @@ def test_started_before_the_database_exists_it_serves_and_becomes_ready(
             assert "has not reported yet" in reason
             seed(url, caught_up())
             wait_for(lambda: running.get("/readyz")[0] == 200, 30, "ready")
-            assert running.metrics()[("groupscope_group_commits_total", (("group", "payments"),))]
+            assert running.metrics()[
+                ("groupscope_group_commits_total", (("cluster", "default"), ("group", "payments")))
+            ]
         log = running.log.read_text()
         assert "Traceback" not in log
         # Each state logged once, however many refreshes found it.
@@ -347,12 +355,13 @@ WRONG = "kafka:wrong-host:9092/__consumer_offsets"
 def test_a_stale_source_does_not_count_for_readiness_and_can_be_forgotten(
     database_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # A run against a wrong address that never caught up, 20 minutes ago; the real
-    # job has caught up just now.
+    # A run against a wrong address under a mistyped --cluster that never caught up, 20
+    # minutes ago; the real job has caught up just now.
+    seed(database_url, caught_up())
     seed(
         database_url,
-        caught_up(),
         PipelineReport(WRONG, datetime.now(UTC) - timedelta(minutes=20), False),
+        cluster="typo",
     )
     flags = ("--database-url", database_url, "--interval", "0.3s")
     with exporter(tmp_path, *flags, GROUPSCOPE_SOURCE_STALE_AFTER="10m") as running:
@@ -361,8 +370,10 @@ def test_a_stale_source_does_not_count_for_readiness_and_can_be_forgotten(
         )
         assert WRONG in reason and "not counted" in reason
         s = running.metrics()
-        assert s[("groupscope_pipeline_stale", (("source", WRONG),))] == 1
-        assert s[("groupscope_pipeline_stale", (("source", SOURCE),))] == 0
+        assert s[("groupscope_pipeline_stale", (("cluster", "typo"),))] == 1
+        assert s[("groupscope_pipeline_stale", (("cluster", "default"),))] == 0
+        info = "groupscope_pipeline_info"
+        assert s[(info, (("cluster", "typo"), ("source", WRONG)))] == 1
 
         # Unknown names list the known sources; a recent source needs --force.
         assert main(["db", "forget-source", "nope", "--database-url", database_url]) == 2
@@ -375,7 +386,7 @@ def test_a_stale_source_does_not_count_for_readiness_and_can_be_forgotten(
         assert main(["db", "forget-source", WRONG, "--database-url", database_url]) == 0
         assert f"forgot {WRONG}: 1 status row(s)" in capsys.readouterr().out
         wait_for(
-            lambda: ("groupscope_pipeline_stale", (("source", WRONG),)) not in running.metrics(),
+            lambda: ("groupscope_pipeline_stale", (("cluster", "typo"),)) not in running.metrics(),
             30,
             "the forgotten source gone from /metrics",
         )
@@ -400,7 +411,7 @@ def test_a_degraded_source_is_published_and_not_ready(database_url: str, tmp_pat
     seed(database_url, caught_up())
     with exporter(tmp_path, "--database-url", database_url, "--interval", "0.3s") as running:
         wait_for(lambda: running.get("/readyz")[0] == 200, 30, "ready")
-        labels = (("source", SOURCE),)
+        labels = (("cluster", "default"),)
         assert running.metrics()[("groupscope_pipeline_degraded", labels)] == 0
         with psycopg.connect(database_url, autocommit=True) as conn:
             conn.execute(

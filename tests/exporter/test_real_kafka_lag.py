@@ -292,7 +292,7 @@ def lag_samples(running: Running, topic: str) -> dict[str, dict]:
     metrics = running.metrics()
     out: dict[str, dict] = {}
     for group in GROUPS:
-        labels = (("group", group), ("topic", topic))
+        labels = (("cluster", "default"), ("group", group), ("topic", topic))
         out[group] = {
             "lag": metrics.get(("groupscope_lag_sum", labels)),
             "seconds": metrics.get(("groupscope_lag_seconds", labels)),
@@ -379,8 +379,8 @@ def clocked(running: Running, topic: str) -> tuple[float, float | None, float | 
     """(last refresh, CLOCKED's partition lag, its time lag) from one consistent refresh:
     two scrapes in a row with the same refresh time and values (the refresh time is set
     just before the refresh's exposition replaces the previous one)."""
-    key = (("group", CLOCKED), ("partition", "0"), ("topic", topic))
-    pair = (("group", CLOCKED), ("topic", topic))
+    key = (("cluster", "default"), ("group", CLOCKED), ("partition", "0"), ("topic", topic))
+    pair = (("cluster", "default"), ("group", CLOCKED), ("topic", topic))
     previous = None
     while True:
         metrics = running.metrics()
@@ -456,8 +456,8 @@ REBALANCE_LAG = (
 def rebalance_metrics(running: Running, topic: str) -> dict[str, float | None]:
     """REBALANCED's lag sum, time lag, commit gap and rebalance lag gauges, as scraped."""
     metrics = running.metrics()
-    group = (("group", REBALANCED),)
-    pair = (("group", REBALANCED), ("topic", topic))
+    group = (("cluster", "default"), ("group", REBALANCED))
+    pair = (*group, ("topic", topic))
     out = {name: metrics.get(("groupscope_" + name, group)) for name in REBALANCE_LAG}
     out["lag"] = metrics.get(("groupscope_lag_sum", pair))
     out["seconds"] = metrics.get(("groupscope_lag_seconds", pair))

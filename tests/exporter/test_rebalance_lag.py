@@ -28,6 +28,8 @@ TIMES = np.array([0.0, 10.0, 20.0, 30.0, 40.0, 50.0])
 LAG = np.array([5.0, 6.0, 30.0, 80.0, 40.0, 10.0])
 SECONDS = np.array([1.0, 1.5, 12.0, 21.0, 9.0, 2.0])
 
+C = "default"  # the cluster of every group here
+
 
 def test_before_is_the_last_sample_at_the_start_and_the_peak_runs_through_the_end() -> None:
     # [12, 35]: from the sample at 10 (before) through the one at 40 (the first after 35)
@@ -79,38 +81,38 @@ def test_the_window_holds_every_commit_gap_and_stays_open_while_one_is() -> None
 def test_the_samples_are_a_ring_of_refreshes_by_group() -> None:
     samples = GroupLagSamples(depth=4)
     for i in range(6):
-        groups = ["a", "b"] if i != 3 else ["a"]  # b has no offsets at refresh 3
+        groups = [(C, "a"), (C, "b")] if i != 3 else [(C, "a")]  # b has no offsets at refresh 3
         samples.record(
             float(i),
             groups,
             np.array([i * 10.0, i + 0.5])[: len(groups)],
             np.ones(2)[: len(groups)],
         )
-    times, lag, _ = samples.of("a")
+    times, lag, _ = samples.of((C, "a"))
     assert times.tolist() == [2.0, 3.0, 4.0, 5.0] and lag.tolist() == [20.0, 30.0, 40.0, 50.0]
-    times, lag, _ = samples.of("b")
+    times, lag, _ = samples.of((C, "b"))
     assert lag[[0, 2, 3]].tolist() == [2.5, 4.5, 5.5] and math.isnan(lag[1])
-    assert np.isnan(samples.of("never")[1]).all()
+    assert np.isnan(samples.of((C, "never"))[1]).all()
 
 
 def test_groups_that_left_the_store_leave_the_samples() -> None:
     samples = GroupLagSamples(depth=3)
-    many = [f"g{i}" for i in range(1100)]
+    many = [(C, f"g{i}") for i in range(1100)]
     samples.record(0.0, many, np.zeros(1100), np.zeros(1100))
-    samples.record(1.0, ["g7", "new"], np.array([7.0, 1.0]), np.zeros(2))
-    assert set(samples.columns) == {"g7", "new"} and samples.lag.shape == (3, 2)
-    assert samples.of("g7")[1].tolist() == [0.0, 7.0]
-    assert np.isnan(samples.of("new")[1][0])
+    samples.record(1.0, [(C, "g7"), (C, "new")], np.array([7.0, 1.0]), np.zeros(2))
+    assert set(samples.columns) == {(C, "g7"), (C, "new")} and samples.lag.shape == (3, 2)
+    assert samples.of((C, "g7"))[1].tolist() == [0.0, 7.0]
+    assert np.isnan(samples.of((C, "new"))[1][0])
 
 
 def offsets(groups: dict[str, int]) -> Offsets:
-    """`groups[g]` partitions of topic t for each group g, committed at 0."""
+    """`groups[g]` partitions of topic t for each group g of cluster C, committed at 0."""
     pair_group = np.arange(len(groups))
     pair = np.repeat(pair_group, list(groups.values()))
     partition = np.concatenate([np.arange(n) for n in groups.values()])
     return Offsets(
-        groups=list(groups),
-        topics=["t"],
+        groups=[(C, g) for g in groups],
+        topics=[(C, "t")],
         pair_group=pair_group,
         pair_topic=np.zeros(len(groups), np.int64),
         pair=pair,
@@ -144,11 +146,11 @@ class Refreshes:
     ) -> RebalanceLag | None:
         self.now += 10.0
         snapshot = StoreSnapshot(
-            self.now, [], {}, {"g": rebalance} if rebalance else {}, [], [], self.offsets
+            self.now, [], {}, {(C, "g"): rebalance} if rebalance else {}, [], [], self.offsets
         )
         result = LagResult(np.array(lag), np.array(lag) / 10)
         out = self.watch.update(snapshot, result, np.array([read, True]), self.now)
-        return out.get("g")
+        return out.get((C, "g"))
 
 
 def test_the_watch_follows_an_open_window_and_keeps_an_ended_one() -> None:
@@ -173,7 +175,7 @@ def test_the_watch_follows_an_open_window_and_keeps_an_ended_one() -> None:
     assert run.refresh((0, 0), ended) == value  # t = 50
     for _ in range(10):  # the samples roll out of the ring; the value stays
         assert run.refresh((500, 500), ended) == value
-    assert run.watch.samples.of("g")[0][0] > 13.0
+    assert run.watch.samples.of((C, "g"))[0][0] > 13.0
     # a later rebalance replaces it, judged on the samples held
     later = last(time=125.0, gap=4.0)
     assert run.refresh((7, 0), later) == RebalanceLag(1000, 1000, 50.0)  # t = 160
@@ -232,7 +234,7 @@ def test_published_per_group_where_known_and_nowhere_else() -> None:
 
     o = offsets({"a": 1, 'b"2': 1})
     snapshot = StoreSnapshot(100.0, [], {}, {}, [], [], o)
-    lag = LagResult(np.zeros(2), np.zeros(2), rebalance={'b"2': RebalanceLag(3, 1200, 41.5)})
+    lag = LagResult(np.zeros(2), np.zeros(2), rebalance={(C, 'b"2'): RebalanceLag(3, 1200, 41.5)})
     text, _ = render(snapshot, lag, ExporterStats(), Options())
     found = {
         (s.name, tuple(s.labels.items())): s.value
@@ -241,7 +243,16 @@ def test_published_per_group_where_known_and_nowhere_else() -> None:
         if s.name.startswith("groupscope_group_last_rebalance_")
     }
     assert found == {
-        ("groupscope_group_last_rebalance_lag_before_records", (("group", 'b"2'),)): 3,
-        ("groupscope_group_last_rebalance_lag_peak_records", (("group", 'b"2'),)): 1200,
-        ("groupscope_group_last_rebalance_time_lag_peak_seconds", (("group", 'b"2'),)): 41.5,
+        (
+            "groupscope_group_last_rebalance_lag_before_records",
+            (("cluster", C), ("group", 'b"2')),
+        ): 3,
+        (
+            "groupscope_group_last_rebalance_lag_peak_records",
+            (("cluster", C), ("group", 'b"2')),
+        ): 1200,
+        (
+            "groupscope_group_last_rebalance_time_lag_peak_seconds",
+            (("cluster", C), ("group", 'b"2')),
+        ): 41.5,
     }

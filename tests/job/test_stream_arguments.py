@@ -38,6 +38,8 @@ def replay_dir(tmp_path: Path) -> str:
         (["--conf", "spark.master=nowhere"], "--master 'nowhere': expected"),
         (["--retention", "10m"], "--retention must be at least 1h"),
         (["--retention", "forever"], "--retention expects a duration"),
+        (["--cluster", "prod eu"], "--cluster 'prod eu': a cluster name is"),
+        (["--cluster", ""], "--cluster '': a cluster name is"),
     ],
 )
 def test_bad_flags_exit_2_with_one_line(tmp_path: Path, capsys, extra: list[str], reason: str):

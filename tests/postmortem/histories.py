@@ -7,6 +7,7 @@ from collections.abc import Callable, Collection
 from datetime import datetime, timedelta
 
 from services.store.batch import BatchWrite, Generation
+from services.store.clusters import DEFAULT_CLUSTER
 from services.store.database import create_store_engine
 from services.store.repository import HistoryStore
 from tests.fixtures.batches import at, churn, generation, member
@@ -20,10 +21,10 @@ def run_json(run: Run, *args: str) -> object:
     return json.loads(out)
 
 
-def write(database_url: str, *batches: BatchWrite) -> None:
+def write(database_url: str, *batches: BatchWrite, cluster: str = DEFAULT_CLUSTER) -> None:
     engine = create_store_engine(database_url)
     try:
-        store = HistoryStore(engine)
+        store = HistoryStore(engine, cluster=cluster)
         for b in batches:
             store.write_batch(b)
     finally:

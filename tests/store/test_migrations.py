@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
+from datetime import timedelta
 
 import pytest
 from alembic.autogenerate import compare_metadata
@@ -368,9 +370,9 @@ def test_0009_partitions_the_offset_history_by_day_without_losing_a_row(
     entries = "SELECT * FROM offset_history_entries ORDER BY source_offset"
     kind = "SELECT relkind FROM pg_class WHERE relname = 'offset_history'"
     try:
-        upgrade(empty_database_url, "0008")
-        store = HistoryStore(engine)
-        store.write_batch(
+        # Written by the store's code (at head), then taken back to 0008.
+        upgrade(empty_database_url)
+        HistoryStore(engine).write_batch(
             batch(
                 1,
                 offsets=[
@@ -382,6 +384,7 @@ def test_0009_partitions_the_offset_history_by_day_without_losing_a_row(
                 repairs=[Repair(7, 98, "metadata", "nul", original=b"\0")],
             )
         )
+        downgrade(empty_database_url, "0008")
         before, entries_before = query(engine, history), query(engine, entries)
         assert len(before) == 4
 
@@ -405,7 +408,14 @@ def test_0009_partitions_the_offset_history_by_day_without_losing_a_row(
         assert query(engine, "SELECT count(*) FROM group_timeline") == [(0,)]
 
         later = today + timedelta(hours=2)
-        store.write_batch(batch(2, offsets=[OffsetCommit("g", "t", 0, 99, 7, 50, later)]))
+        with engine.begin() as conn:  # a write of 0009's shape
+            conn.execute(
+                text(
+                    "INSERT INTO offset_history VALUES ('g', :m, '{t}', '{0}', '{99}',"
+                    " ARRAY[CAST(:m AS timestamptz)], '{50}', '{1}')"
+                ),
+                {"m": later},
+            )
         assert query(
             engine, f"SELECT tableoid::regclass::text FROM offset_history WHERE minute = '{later}'"
         ) == [(f"offset_history_p{today:%Y%m%d}",)]
@@ -418,5 +428,138 @@ def test_0009_partitions_the_offset_history_by_day_without_losing_a_row(
         assert "stored_at" not in columns
         pruned = {"pruned_rebalances", "pruned_decode_failures"}
         assert set(inspect(engine).get_table_names()) == TABLES - pruned | {"alembic_version"}
+    finally:
+        engine.dispose()
+
+
+# Every table 0010 gives a cluster, and the views that show it.
+CLUSTER_TABLES = (
+    "groups",
+    "generations",
+    "rebalances",
+    "static_replacements",
+    "committed_offsets",
+    "offset_history",
+    "decode_failures",
+    "record_repairs",
+    "pruned_rebalances",
+    "pruned_decode_failures",
+    "pipeline_progress",
+    "pipeline_status",
+)
+CLUSTER_VIEWS = (
+    "group_timeline",
+    "partition_ownership",
+    "offset_history_entries",
+    "generation_offset_progress",
+    "rebalance_storms",
+)
+
+
+def cluster_history():
+    """One batch that writes a row into every table 0010 gives a cluster: a group
+    through three generations (two rebalances, a static replacement, a commit gap),
+    its offsets, a decode failure, a repair, the batch's progress and health."""
+    from services.store.batch import (
+        BatchHealth,
+        Cause,
+        DecodeFailure,
+        RebalanceCost,
+        Repair,
+        SourceProgress,
+        StaticReplacement,
+    )
+    from tests.fixtures.batches import churn, commit, generation, member
+
+    one = [member("app-1", {"orders": [0, 1]}, instance="i-1")]
+    two = [member("app-1", {"orders": [0]}, instance="i-1"), member("app-2", {"orders": [1]})]
+    gens = [
+        generation(1, 10, one, time=at(0)),
+        generation(2, 20, two, time=at(60), churn=churn(1, 10, moved=1, joined=1)),
+        generation(3, 30, one, time=at(120), churn=churn(2, 20, moved=1, left=1)),
+    ]
+    gens[1] = replace(gens[1], causes=[Cause("scale_out", "app-2 joined")])
+    return batch(
+        1,
+        generations=gens,
+        offsets=[commit(100 * i, 11 + 10 * i, time=at(30 + 60 * i)) for i in range(3)],
+        decode_failures=[DecodeFailure(35, 99, "bad key", b"k", None, at(5))],
+        repairs=[Repair(35, 98, "metadata", "nul", original=b"\0")],
+        replacements=[StaticReplacement("billing", 3, at(130), 35, 31, "i-1", "app-1", "app-1b")],
+        costs=[RebalanceCost("billing", 35, 20, 1, 0, timedelta(seconds=4), timedelta(seconds=4))],
+        progress=[SourceProgress(35, 31)],
+        health=BatchHealth(records=9, seconds=0.5),
+    )
+
+
+def table_rows(engine, name: str, *leave_out: str) -> list[tuple]:
+    """Every row of `name` (a table, a view or a subquery), sorted, without the columns
+    `leave_out`."""
+    with engine.connect() as conn:
+        result = conn.execute(text(f"SELECT * FROM {name}"))
+        keep = [i for i, c in enumerate(result.keys()) if c not in leave_out]
+        return sorted((tuple(repr(r[i]) for i in keep) for r in result), key=str)
+
+
+def test_0010_files_the_history_under_a_cluster_without_losing_a_row(
+    empty_database_url: str,
+) -> None:
+    """A one-cluster store (revision 0009) upgraded with `db upgrade --cluster prod`:
+    every row of every table and view is there as before, under `prod`; a second
+    cluster's job then writes the same records (same group, same positions) beside it
+    without touching a row of prod's; a downgrade refuses while two clusters are in."""
+    from sqlalchemy.exc import IntegrityError
+
+    engine = create_store_engine(empty_database_url)
+    try:
+        upgrade(empty_database_url)  # seeded at head: the store's code writes 0010's shape
+        HistoryStore(engine).write_batch(cluster_history())
+        with engine.begin() as conn:
+            conn.execute(
+                text(
+                    "INSERT INTO pruned_rebalances (cluster, group_name, cause, rebalances,"
+                    " disruptive, partitions_moved, baseline_moves, minimum_moves)"
+                    " VALUES ('default', 'billing', 'restart', 2, 1, 3, 2, 1)"
+                )
+            )
+            conn.execute(
+                text(
+                    "INSERT INTO pruned_decode_failures (cluster, category, failures)"
+                    " VALUES ('default', 'bad key', 4)"
+                )
+            )
+        downgrade(empty_database_url, "0009")
+        columns = {c["name"] for c in inspect(engine).get_columns("groups")}
+        assert "cluster" not in columns
+        before = {name: table_rows(engine, name) for name in CLUSTER_TABLES + CLUSTER_VIEWS}
+        assert all(
+            before[name] for name in CLUSTER_TABLES + CLUSTER_VIEWS if name != "rebalance_storms"
+        )
+
+        assert (
+            main(["db", "upgrade", "--cluster", "prod", "--database-url", empty_database_url]) == 0
+        )
+        for name in CLUSTER_TABLES + CLUSTER_VIEWS:
+            assert table_rows(engine, name, "cluster") == before[name], name
+            assert query(engine, f"SELECT DISTINCT cluster FROM {name}") in ([("prod",)], []), name
+
+        # The same records from another cluster: new rows, prod's unchanged.
+        HistoryStore(engine, cluster="dev").write_batch(cluster_history())
+        for name in (*CLUSTER_TABLES[:8], "pipeline_progress", "pipeline_status"):
+            counts = query(engine, f"SELECT cluster, count(*) FROM {name} GROUP BY 1 ORDER BY 1")
+            assert counts[0][1] == counts[1][1] and [c for c, _ in counts] == ["dev", "prod"], name
+        timeline = "(SELECT * FROM group_timeline WHERE cluster = '{}') t"
+        prod, dev = (
+            table_rows(engine, timeline.format(c), "cluster", "generation_pk")
+            for c in ("prod", "dev")
+        )
+        assert prod == dev and len(prod) == 3
+        # The cluster is part of the key: no row without one.
+        with pytest.raises(IntegrityError), engine.begin() as conn:
+            conn.execute(
+                text("INSERT INTO groups (name, first_seen, last_seen) VALUES ('x', now(), now())")
+            )
+        with pytest.raises(RuntimeError, match="2 clusters \\(dev, prod\\)"):
+            downgrade(empty_database_url, "0009")
     finally:
         engine.dispose()

@@ -27,8 +27,8 @@ def test_forget_source_deletes_its_status_and_progress_only(
         with psycopg.connect(database_url, autocommit=True) as conn:
             for source, partition in (("old", 0), ("old", 1), ("kept", 0)):
                 conn.execute(
-                    "INSERT INTO pipeline_progress (source, partition, last_offset, batch_id, "
-                    "updated_at) VALUES (%s, %s, 10, 1, %s)",
+                    "INSERT INTO pipeline_progress (cluster, source, partition, last_offset, "
+                    "batch_id, updated_at) VALUES ('default', %s, %s, 10, 1, %s)",
                     [source, partition, OLD],
                 )
         assert [s.name for s in known_sources(engine)] == ["kept", "old"]
