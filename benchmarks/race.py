@@ -16,12 +16,13 @@ fresh embedded PostgreSQL each, at the job's default read limit), and Burrow
 (benchmarks/burrow.py), done when its HTTP API shows every group's final committed
 offsets as the ground truth has them. Each groupscope contender's store is held to the
 same truth: its `committed_offsets` must equal the produced final offset of every group
-and partition, or the case fails (after the report) naming what differs. For each: records/s from the first record to the
-last (groupscope: the first batch's start to the last one's end, from its log; Burrow:
-the first group shown to every final offset shown), start-up (launch to the first batch
-or the first group), wall time from launch to exit, CPU seconds of its whole process
-tree (benchmarks/proctree.py), where that CPU went, and the machine's load average while
-it ran. The ratios per CPU-second and per wall-second are printed beside each other.
+and partition, or the case fails (after the report) naming what differs. For each:
+records/s from the first record to the last (groupscope: the first batch's start to
+the last one's end, from its log; Burrow: the first group shown to every final offset
+shown), start-up (launch to the first batch or the first group), wall time from launch
+to exit, CPU seconds of its whole process tree (benchmarks/proctree.py), where that CPU
+went, and the machine's load average while it ran. The ratios per CPU-second and per
+wall-second are printed beside each other.
 
 GROUPSCOPE_BENCH_KAFKA_VERSIONS (default: the project's Kafka, tests/kafka/pom.xml)
 races on each named release in turn, a broker of its own each; a release other than the

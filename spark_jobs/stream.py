@@ -313,8 +313,8 @@ def _run_query(config: StreamConfig, checkpoint: Path) -> int:
             if kind == "spark-kafka":
                 quiet = QuietConnector(spark)
                 # the connector's own Java client, once the JVM that holds it has started
-                probe = JavaBrokerProbe(spark, cluster, config.topic)
-                watch = await_broker(probe, config.bootstrap_servers, config.once, limit)
+                java = JavaBrokerProbe(spark, cluster, config.topic)
+                watch = await_broker(java, config.bootstrap_servers, config.once, limit)
             if kind == "replay":
                 df = replay(spark, directory, config.max_files_per_trigger)  # type: ignore[arg-type]
             elif kind == "spark-kafka":

@@ -17,6 +17,7 @@ import pytest
 
 from services.store.database import create_store_engine
 from tests.fixtures.real_kafka import RealKafka
+from tests.job.real_job import spark_kafka_connector
 from tests.job.test_outages import (
     BROKER_OUTAGE_S,
     SPARK_START_S,
@@ -27,7 +28,6 @@ from tests.job.test_outages import (
     wait_until,
 )
 from tests.job.test_real_kafka import SOURCES, admin_offsets, rows
-from tests.job.real_job import spark_kafka_connector
 
 pytestmark = pytest.mark.real_kafka
 
