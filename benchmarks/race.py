@@ -14,12 +14,15 @@ The contenders (GROUPSCOPE_BENCH_SOURCES, default kafka,spark-kafka,burrow):
 `groupscope stream --once` with `--source kafka` and `--source spark-kafka` (into a
 fresh embedded PostgreSQL each, at the job's default read limit), and Burrow
 (benchmarks/burrow.py), done when its HTTP API shows every group's final committed
-offsets as the ground truth has them. For each: records/s from the first record to the
-last (groupscope: the first batch's start to the last one's end, from its log; Burrow:
-the first group shown to every final offset shown), start-up (launch to the first batch
-or the first group), wall time from launch to exit, CPU seconds of its whole process
-tree (benchmarks/proctree.py), where that CPU went, and the machine's load average while
-it ran. The ratios per CPU-second and per wall-second are printed beside each other.
+offsets as the ground truth has them. Each groupscope contender's store is held to the
+same truth: its `committed_offsets` must equal the produced final offset of every group
+and partition, or the case fails (after the report) naming what differs. For each:
+records/s from the first record to the last (groupscope: the first batch's start to
+the last one's end, from its log; Burrow: the first group shown to every final offset
+shown), start-up (launch to the first batch or the first group), wall time from launch
+to exit, CPU seconds of its whole process tree (benchmarks/proctree.py), where that CPU
+went, and the machine's load average while it ran. The ratios per CPU-second and per
+wall-second are printed beside each other.
 
 GROUPSCOPE_BENCH_KAFKA_VERSIONS (default: the project's Kafka, tests/kafka/pom.xml)
 races on each named release in turn, a broker of its own each; a release other than the
@@ -57,13 +60,16 @@ TOPIC = "bench-consumer-offsets"
 COMMIT_KEY_VERSIONS = (b"\x00\x00", b"\x00\x01")
 
 
+Offsets = dict[str, dict[tuple[str, int], int]]  # group -> (topic, partition) -> offset
+
+
 @dataclass
 class Records:
     """What was produced: the replay directory's records and the truth about them."""
 
     directory: Path
     count: int
-    expected: dict[str, dict[tuple[str, int], int]]  # final committed offsets
+    expected: Offsets  # final committed offsets
     topics: dict[str, int]  # consumed topic -> partitions
     tails: list[str]  # per log partition, the group of its last offset commit
     oldest_commit_ms: int
@@ -81,6 +87,7 @@ class Result:
     load: str
     where: str
     error: str | None = None
+    offsets_wrong: bool = False  # groupscope: stored committed offsets not the produced ones
 
     @property
     def rate(self) -> float:
@@ -177,6 +184,69 @@ def kafka_classpath(version: str) -> Path | None:
     return path
 
 
+class OffsetsMismatchError(RuntimeError):
+    """A groupscope contender stored committed offsets other than those produced."""
+
+
+def stored_offsets(work: Path) -> Offsets:
+    """The committed offsets a contender's embedded PostgreSQL (in `work`) holds, as
+    `{group: {(topic, partition): offset}}`; deleted (tombstoned) ones left out."""
+    from sqlalchemy import text
+
+    from services.store.database import create_store_engine
+    from services.store.embedded import EmbeddedPostgres
+
+    with EmbeddedPostgres(work / "data" / "pg") as server:
+        engine = create_store_engine(server.uri())
+        try:
+            with engine.connect() as conn:
+                rows = conn.execute(
+                    text(
+                        "SELECT group_name, topic, partition, committed_offset "
+                        "FROM committed_offsets WHERE NOT deleted"
+                    )
+                ).all()
+        finally:
+            engine.dispose()
+    out: Offsets = {}
+    for group, topic, partition, offset in rows:
+        out.setdefault(group, {})[(topic, partition)] = offset
+    return out
+
+
+def offset_mismatches(expected: Offsets, stored: Offsets) -> list[str]:
+    """Every (group, topic, partition) whose stored offset is not the produced one
+    (missing on either side included), one line each, sorted."""
+    wrong = []
+    for group in sorted(expected.keys() | stored.keys()):
+        want, got = expected.get(group, {}), stored.get(group, {})
+        for topic, partition in sorted(want.keys() | got.keys()):
+            produced, kept = want.get((topic, partition)), got.get((topic, partition))
+            if produced != kept:
+                wrong.append(f"{group} {topic}[{partition}]: stored {kept}, produced {produced}")
+    return wrong
+
+
+def check_offsets(contender: str, work: Path, records: Records) -> str | None:
+    """None when the contender stored every produced final offset and nothing else;
+    else what differs, printed in full and summed up in the returned line."""
+    wrong = offset_mismatches(records.expected, stored_offsets(work))
+    partitions = sum(len(p) for p in records.expected.values())
+    if not wrong:
+        print(
+            f"race: {contender}: committed offsets equal the produced ones "
+            f"({len(records.expected):,} groups, {partitions:,} partitions)",
+            flush=True,
+        )
+        return None
+    print(f"race: {contender}: {len(wrong):,} committed offsets differ:", flush=True)
+    for line in wrong[:20]:
+        print(f"  {line}", flush=True)
+    if len(wrong) > 20:
+        print(f"  ... and {len(wrong) - 20:,} more", flush=True)
+    return f"{len(wrong):,} of {partitions:,} committed offsets differ from the produced ones"
+
+
 def groupscope(source: str, kafka: str, bootstrap: str, work: Path, records: Records) -> Result:
     from benchmarks.bench_stream import (
         batch_lines,
@@ -199,6 +269,7 @@ def groupscope(source: str, kafka: str, bootstrap: str, work: Path, records: Rec
     first = ends[0] - seconds[0]
     done = sum(batch_records(run.log))
     error = None if done == records.count else f"read {done:,} of {records.count:,} records"
+    wrong = check_offsets(f"groupscope --source {source} on Kafka {kafka}", work, records)
     return Result(
         f"groupscope --source {source}",
         kafka,
@@ -209,7 +280,8 @@ def groupscope(source: str, kafka: str, bootstrap: str, work: Path, records: Rec
         run.cpu,
         run.load,
         run.breakdown,
-        error,
+        "; ".join(e for e in (error, wrong) if e) or None,
+        offsets_wrong=wrong is not None,
     )
 
 
@@ -333,3 +405,9 @@ def race_case(root: Path, total: int) -> None:
     for version in versions:
         results += race_on(version, root, records, contenders)
     report(results)
+    wrong = [r for r in results if r.offsets_wrong]
+    if wrong:
+        raise OffsetsMismatchError(
+            "the race stored wrong committed offsets: "
+            + "; ".join(f"{r.contender} on Kafka {r.kafka}: {r.error}" for r in wrong)
+        )

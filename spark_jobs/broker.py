@@ -8,7 +8,7 @@ source runs in a Python worker process of its own, so each side probes for itsel
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, Protocol
 
 from services.outage import Backoff, Outage, OutageError, wait_through
 
@@ -52,6 +52,12 @@ def problem(client: Any, topic: str | None, timeout: float = PROBE_TIMEOUT_S) ->
     return None
 
 
+class Probe(Protocol):
+    """Anything that says whether the broker answers: None, or why not in one line."""
+
+    def problem(self, timeout: float = PROBE_TIMEOUT_S) -> str | None: ...
+
+
 class BrokerProbe:
     """A reusable client that answers `problem()`: for one topic, or with `topic=None`
     for the broker alone (a topic that is gone is not an outage)."""
@@ -71,7 +77,7 @@ class _Unreachable(Exception):
 
 
 def wait_for_broker(
-    probe: BrokerProbe, outage: Outage, max_outage: float | None, backoff: Backoff = BACKOFF
+    probe: Probe, outage: Outage, max_outage: float | None, backoff: Backoff = BACKOFF
 ) -> None:
     """Return once the probe succeeds; raise `BrokerUnavailableError` after `max_outage`."""
 

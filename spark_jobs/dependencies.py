@@ -4,7 +4,8 @@ the broker while the query runs.
 A live job started while either is away waits for it (logging the outage once); an
 `--once` run says in one line what it cannot reach and exits non-zero. While the query
 runs, the driver probes the broker itself, because the source that reads it runs in a
-Python worker process of its own: an unreachable broker marks the pipeline degraded in
+Python worker process of its own (or, for Spark's connector, in the JVM's consumers,
+which only retry): an unreachable broker marks the pipeline degraded in
 `pipeline_status` until it answers again.
 """
 
@@ -22,7 +23,7 @@ from sqlalchemy.exc import DBAPIError
 from services.outage import ONCE_MAX_OUTAGE_S, Outage, OutageError, wait_through
 from services.store.batch import PipelineReport
 from services.store.errors import StoreUnavailableError
-from spark_jobs.broker import BrokerProbe, BrokerUnavailableError, wait_for_broker
+from spark_jobs.broker import BrokerUnavailableError, Probe, wait_for_broker
 
 log = logging.getLogger("groupscope.stream")
 
@@ -81,12 +82,10 @@ def prepare_store(
         raise StoreUnavailableError(str(exc)) from None
 
 
-def await_broker(
-    bootstrap: str, config: dict[str, str], topic: str, once: bool, limit: float | None
-) -> BrokerWatch:
-    """A watch on the broker, once it answers: `--once` fails at once with a one-line
-    `OutageError` when it does not; a live job waits (at most `limit` s)."""
-    watch = BrokerWatch(BrokerProbe(config | {"bootstrap.servers": bootstrap}, topic), bootstrap)
+def await_broker(probe: Probe, bootstrap: str, once: bool, limit: float | None) -> BrokerWatch:
+    """A watch on the broker through `probe`, once it answers: `--once` fails at once
+    with a one-line `OutageError` when it does not; a live job waits (at most `limit` s)."""
+    watch = BrokerWatch(probe, bootstrap)
     reason = watch.probe.problem()
     if reason is None:
         return watch
@@ -103,25 +102,32 @@ class BrokerWatch:
     """The driver's view of the broker while the query runs.
 
     `poll()` probes every PROBE_EVERY_S while the broker answers, and at every call while
-    it does not; `apply()` marks a report degraded (and not caught up: nothing is known
-    about what the broker holds) while it is away.
+    it does not (or when forced); `apply()` marks a report degraded (and not caught up:
+    nothing is known about what the broker holds) while it is away. `last_down` is when
+    a probe last failed (monotonic seconds), for a query that failed meanwhile.
     """
 
-    def __init__(self, probe: BrokerProbe, bootstrap: str) -> None:
+    def __init__(self, probe: Probe, bootstrap: str) -> None:
         self.probe = probe
         self.outage = Outage(f"the Kafka broker at {bootstrap}", log)
+        self.last_down: float | None = None
         self._next = 0.0
 
-    def poll(self) -> None:
+    def poll(self, force: bool = False) -> None:
         now = time.monotonic()
-        if not self.outage.is_down and now < self._next:
+        if not (force or self.outage.is_down) and now < self._next:
             return
         self._next = now + PROBE_EVERY_S
         reason = self.probe.problem()
         if reason is None:
             self.outage.up()
         else:
+            self.last_down = time.monotonic()
             self.outage.down(reason)
+
+    def away_since(self, start: float) -> bool:
+        """The broker is away now, or was when a probe ran after `start` (monotonic)."""
+        return self.outage.is_down or (self.last_down is not None and self.last_down >= start)
 
     def apply(self, report: PipelineReport) -> PipelineReport:
         if not self.outage.is_down:

@@ -22,7 +22,10 @@ from spark_jobs import health
 from spark_jobs.stream_config import StreamConfig
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from services.store.retention import Maintenance
+    from spark_jobs.connector_outage import QuietConnector
     from spark_jobs.dependencies import BrokerWatch
 
 log = logging.getLogger("groupscope.stream")
@@ -288,7 +291,9 @@ def _run_query(config: StreamConfig, checkpoint: Path) -> int:
     from services.store.retry import RetryPolicy
     from services.store.snapshots import latest_generations
     from spark_jobs.batch import BatchProcessor
+    from spark_jobs.broker import BrokerProbe
     from spark_jobs.checkpoint import prepare
+    from spark_jobs.connector_outage import JavaBrokerProbe, QuietConnector
     from spark_jobs.dependencies import await_broker, prepare_store
     from spark_jobs.replica_racks import ReplicaRacks
     from spark_jobs.sources import replay, spark_kafka
@@ -319,12 +324,16 @@ def _run_query(config: StreamConfig, checkpoint: Path) -> int:
                 redacted(config.database_url),
                 config.reset_checkpoint,
             )
-            watch = None
+            watch, quiet = None, None
             if kind == "kafka":
-                watch = await_broker(
-                    config.bootstrap_servers, client, config.topic, config.once, limit
-                )
+                probe = BrokerProbe(cluster, config.topic)
+                watch = await_broker(probe, config.bootstrap_servers, config.once, limit)
             spark = _session(config)
+            if kind == "spark-kafka":
+                quiet = QuietConnector(spark)
+                # the connector's own Java client, once the JVM that holds it has started
+                java = JavaBrokerProbe(spark, cluster, config.topic)
+                watch = await_broker(java, config.bootstrap_servers, config.once, limit)
             if kind == "replay":
                 df = replay(spark, directory, config.max_files_per_trigger)  # type: ignore[arg-type]
             elif kind == "spark-kafka":
@@ -373,47 +382,109 @@ def _run_query(config: StreamConfig, checkpoint: Path) -> int:
                 writer = writer.trigger(processingTime=f"{int(config.trigger * 1000)} milliseconds")
             maintenance = Maintenance(engine, config.retention, log)
             maintenance.prepare()
-            query = writer.start()
-            _follow(query, processor, watch, limit, maintenance)
+            _follow(writer.start, processor, watch, limit, maintenance, quiet)
         finally:
             engine.dispose()
     return 0
 
 
 def _follow(
-    query: Any,
+    start: Callable[[], Any],
     processor: Any,
     watch: BrokerWatch | None = None,
     limit: float | None = None,
     maintenance: Maintenance | None = None,
+    quiet: QuietConnector | None = None,
 ) -> None:
-    """Wait for the query, printing progress to stderr and reporting the pipeline's
-    health to the store every few seconds (degraded while `watch` finds the broker
-    away), and keeping the store up (partitions ahead, retention) between batches,
-    once batches have been written; a run that ends (`--once`) prunes once more.
-    A query that failed because a dependency stayed away past `--max-outage` ends with
-    that one line."""
+    """Start the query and wait for it, printing progress to stderr and reporting the
+    pipeline's health to the store every few seconds (degraded while `watch` finds the
+    broker away), and keeping the store up (partitions ahead, retention) between
+    batches, once batches have been written; a run that ends (`--once`) prunes once
+    more. A query that failed because a dependency stayed away past `--max-outage` ends
+    with that one line.
+
+    With `quiet` (Spark's connector, whose query fails when the broker stays away long
+    enough), the connector's logs are quieted while the broker is away, and a query that
+    failed while it was away is started again from its checkpoint once it answers, as a
+    restarted job would: the batch it had not committed is replayed, idempotently."""
+    progress = _Progress()
+    while True:
+        begun = time.monotonic()
+        query = start()
+        if not _watch(query, processor, progress, watch, limit, maintenance, quiet):
+            return  # stopped by a signal
+        error = query.exception()
+        if error is None:
+            break
+        if processor.gave_up is not None:
+            raise processor.gave_up
+        from spark_jobs.broker import unavailable_message
+
+        message = unavailable_message(error)
+        if message is not None:
+            raise OutageError(message)
+        if quiet is None or watch is None:
+            raise RuntimeError(f"the streaming query failed: {error}")
+        watch.poll(force=True)
+        if not watch.away_since(begun):
+            quiet.off()
+            raise RuntimeError(f"the streaming query failed: {error}")
+        log.warning(
+            "the streaming query failed while %s was unreachable (%s); restarting it from "
+            "its checkpoint once the broker answers",
+            watch.outage.what,
+            _first_line(error),
+        )
+        if not _wait_for_broker(processor, watch, limit, progress):
+            return  # stopped by a signal
+    _report(
+        processor,
+        health.report(processor.source, {}, query.lastProgress, True),
+        progress.reported,
+    )
+    if maintenance is not None:
+        maintenance.tick(final=True)
+
+
+class _Progress:
+    """What `_follow` has shown and reported, across the queries it starts."""
+
+    def __init__(self) -> None:
+        self.started = time.monotonic()
+        self.shown = -1
+        self.reported: Any = None
+
+
+def _watch(
+    query: Any,
+    processor: Any,
+    progress: _Progress,
+    watch: BrokerWatch | None,
+    limit: float | None,
+    maintenance: Maintenance | None,
+    quiet: QuietConnector | None,
+) -> bool:
+    """Follow one query until it ends (True) or a signal stops it (False)."""
     from pyspark.errors import StreamingQueryException
 
     from services import shutdown
 
-    started, shown, reported = time.monotonic(), -1, None
     while query.isActive:
         if shutdown.requested():
             # Waits for the batch in flight: its transaction commits or rolls back whole,
             # and a batch whose commit Spark did not log is replayed, idempotently, on restart.
             log.info("stopping: waiting for the batch in flight")
             query.stop()
-            return
+            return False
         try:
             query.awaitTermination(2)
         except StreamingQueryException:
-            break  # query.exception() below says why
-        if processor.batches != shown:
-            shown = processor.batches
+            break  # query.exception() says why
+        if processor.batches != progress.shown:
+            progress.shown = processor.batches
             last = processor.last
             print(
-                f"[{time.monotonic() - started:6.0f}s] batches {processor.batches}, "
+                f"[{time.monotonic() - progress.started:6.0f}s] batches {processor.batches}, "
                 f"last: {last.records} records, {last.generations} generations, "
                 f"{sum(last.failures.values())} failures, "
                 f"{f'{last.filtered} filtered, ' if processor.groups.active else ''}"
@@ -425,26 +496,39 @@ def _follow(
             report = health.report(processor.source, query.status, query.lastProgress)
             if watch is not None:
                 watch.poll()
+                if quiet is not None:
+                    (quiet.on if watch.outage.is_down else quiet.off)()
                 report = watch.apply(report)
                 if limit is not None and watch.outage.elapsed() >= limit:
                     _stop_quietly(query)
                     raise OutageError(watch.outage.give_up_message(limit))
-            reported = _report(processor, report, reported)
+            progress.reported = _report(processor, report, progress.reported)
         if maintenance is not None and processor.batches:
             maintenance.tick()
-    error = query.exception()
-    if error is not None:
-        if processor.gave_up is not None:
-            raise processor.gave_up
-        from spark_jobs.broker import unavailable_message
+    return True
 
-        message = unavailable_message(error)
-        if message is not None:
-            raise OutageError(message)
-        raise RuntimeError(f"the streaming query failed: {error}")
-    _report(processor, health.report(processor.source, {}, query.lastProgress, True), reported)
-    if maintenance is not None:
-        maintenance.tick(final=True)
+
+def _wait_for_broker(
+    processor: Any, watch: BrokerWatch, limit: float | None, progress: _Progress
+) -> bool:
+    """Probe until the broker answers (True), reporting the pipeline degraded
+    meanwhile; False on a signal, `OutageError` past `limit`."""
+    from services import shutdown
+
+    while watch.outage.is_down:
+        if shutdown.requested():
+            return False
+        if limit is not None and watch.outage.elapsed() >= limit:
+            raise OutageError(watch.outage.give_up_message(limit))
+        report = watch.apply(health.report(processor.source, {}, None))
+        progress.reported = _report(processor, report, progress.reported)
+        time.sleep(2)
+        watch.poll()
+    return not shutdown.requested()
+
+
+def _first_line(error: object) -> str:
+    return str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
 
 
 def _stop_quietly(query: Any) -> None:

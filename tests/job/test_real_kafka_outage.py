@@ -1,4 +1,5 @@
-"""A live job outlives a real restart of its Apache Kafka broker (issue #14).
+"""A live job outlives a real restart of its Apache Kafka broker (issues #14 and #19),
+with either Kafka source: groupscope's own and Spark's connector.
 
 The broker is stopped for real (SIGTERM: Kafka's controlled shutdown, the process gone,
 every connection refused) for BROKER_OUTAGE_S, then started again on the same log
@@ -16,6 +17,7 @@ import pytest
 
 from services.store.database import create_store_engine
 from tests.fixtures.real_kafka import RealKafka
+from tests.job.real_job import spark_kafka_connector
 from tests.job.test_outages import (
     BROKER_OUTAGE_S,
     SPARK_START_S,
@@ -25,7 +27,7 @@ from tests.job.test_outages import (
     degraded,
     wait_until,
 )
-from tests.job.test_real_kafka import admin_offsets, rows
+from tests.job.test_real_kafka import SOURCES, admin_offsets, rows
 
 pytestmark = pytest.mark.real_kafka
 
@@ -40,15 +42,18 @@ def commit_rounds(broker: RealKafka, group: str, topic: str, rounds: int) -> int
     return rounds * PARTITIONS
 
 
+@pytest.mark.parametrize("source", SOURCES)
 def test_a_live_job_outlives_a_broker_stopped_and_started_again(
-    start_real_kafka: Callable[..., RealKafka], database_url: str, tmp_path: Path
+    source: str, start_real_kafka: Callable[..., RealKafka], database_url: str, tmp_path: Path
 ) -> None:
+    if source == "spark-kafka":
+        spark_kafka_connector()
     broker = start_real_kafka(offsets_partitions=OFFSETS_PARTITIONS)
     topic = broker.create_topic("orders", PARTITIONS)
     expected = {"before": commit_rounds(broker, "before", topic, 4)}
     job = Job(
         [
-            *("--bootstrap-servers", broker.bootstrap_servers),
+            *("--source", source, "--bootstrap-servers", broker.bootstrap_servers),
             *("--offsets-partitions", str(OFFSETS_PARTITIONS), "--database-url", database_url),
             *("--checkpoint", str(tmp_path / "checkpoint"), "--trigger", "1s"),
         ]
@@ -88,3 +93,5 @@ def test_a_live_job_outlives_a_broker_stopped_and_started_again(
     assert_no_traceback(job)
     down = [line for line in job.lines if f"the Kafka broker at {address}" in line]
     assert len([line for line in down if "unavailable" in line]) == 1, down
+    # nor once per failed connect: the Java clients' NetworkClient warns about each
+    assert "could not be established" not in job.log, job.tail(80)
