@@ -187,9 +187,12 @@ def run_owner(args: argparse.Namespace) -> int:
     at = _time(args.at, "--at")
     return _answer(
         args,
-        lambda conn, cluster: queries.owners(conn, args.topic, partition, at, args.group, cluster),
-        render.owners_json,
-        render.owners_text,
+        lambda conn, cluster: (
+            cluster,
+            queries.owners(conn, args.topic, partition, at, args.group, cluster),
+        ),
+        lambda found: render.owners_json(found[1], found[0]),
+        lambda found: render.owners_text(found[1]),
         empty=[],
     )
 
@@ -208,10 +211,13 @@ def run_storms(args: argparse.Namespace) -> int:
         raise UsageError(f"--window: {exc}") from None
     return _answer(
         args,
-        lambda conn, cluster: queries.storms(conn, since, until, window, minimum, cluster),
-        render.storms_json,
+        lambda conn, cluster: (
+            cluster,
+            queries.storms(conn, since, until, window, minimum, cluster),
+        ),
+        lambda found: render.storms_json(found[1], found[0]),
         lambda found: (
-            render.storms_text(found)
+            render.storms_text(found[1])
             or f"no storms: no group had {minimum} rebalances within {args.window}"
         ),
     )

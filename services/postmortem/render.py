@@ -5,7 +5,8 @@ The JSON shapes are contracts (issue 5): fields may be added, never renamed.
   "members", "joined", "left", "moves": {"actual", "from_survivors",
   "sticky_baseline", "minimum"} | null, ..., and for rebalances "causes" and
   "commit_gap": {"partitions", "waiting", "max_seconds", "median_seconds"} | null}]}
-- storms: [{"group", "rebalances", "start", "end"}]
+- storms: [{"cluster", "group", "rebalances", "start", "end"}]; owner: [{"cluster", "group",
+  "topic", "partition", "member", ...}]; postmortem also carries its "cluster"
 
 The postmortem table fits a terminal of `WIDTH` columns by default: times to the second,
 members by a short unique form (`short_members`), long join/leave lists as counts;
@@ -382,9 +383,11 @@ def _disrupts(moves: Moves | None) -> str:
     return "yes" if moves.disruptive else "no"
 
 
-def owners_json(found: Sequence[Ownership]) -> list[dict]:
+def owners_json(found: Sequence[Ownership], cluster: str | None = None) -> list[dict]:
+    """The owners for scripts; `cluster` (added with migration 0010) says whose."""
     return [
         {
+            **({} if cluster is None else {"cluster": cluster}),
             "group": o.group,
             "topic": o.topic,
             "partition": o.partition,
@@ -418,9 +421,16 @@ def owners_text(found: Sequence[Ownership]) -> str:
     return table(headers, rows)
 
 
-def storms_json(found: Sequence[Storm]) -> list[dict]:
+def storms_json(found: Sequence[Storm], cluster: str | None = None) -> list[dict]:
+    """The storms for scripts; `cluster` (added with migration 0010) says whose."""
     return [
-        {"group": s.group, "rebalances": s.rebalances, "start": iso(s.start), "end": iso(s.end)}
+        {
+            **({} if cluster is None else {"cluster": cluster}),
+            "group": s.group,
+            "rebalances": s.rebalances,
+            "start": iso(s.start),
+            "end": iso(s.end),
+        }
         for s in found
     ]
 

@@ -42,6 +42,7 @@ def test_each_cluster_answers_for_itself(
     assert [g["generation"] for g in east["generations"]] == [1, 2, 3, 4, 5, 6, 7]
     assert run_json(run, "storms", "--cluster", "east") == [
         {
+            "cluster": "east",
             "group": "billing",
             "rebalances": 6,
             "start": "2026-03-01T12:01:00Z",
@@ -52,6 +53,11 @@ def test_each_cluster_answers_for_itself(
         "owner", "orders", "9", "--at", "2026-03-01T12:30:00Z", "--cluster", "east"
     )
     assert status == 1 and "orders-9 was not assigned in any group of cluster 'east'" in err
+
+    owners = run_json(
+        run, "owner", "orders", "9", "--at", "2026-03-01T12:30:00Z", "--cluster", "default"
+    )
+    assert owners and {o["cluster"] for o in owners} == {"default"}
 
     monkeypatch.setenv("GROUPSCOPE_CLUSTER", "east")
     assert run_json(run, "postmortem", "billing") == east

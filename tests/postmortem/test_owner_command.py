@@ -31,6 +31,7 @@ def test_owner_at_a_time(run: Run, at: str, owner: str, generation: int) -> None
 def test_owner_json_has_the_validity_interval(run: Run) -> None:
     (found,) = run_json(run, "owner", "orders", "5", "--at", "2026-03-01T12:30:00Z")
     assert found == {
+        "cluster": "default",
         "group": "billing",
         "topic": "orders",
         "partition": 5,

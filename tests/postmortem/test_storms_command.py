@@ -27,12 +27,14 @@ def test_storms_json_contract_worst_first(run: Run, database_url: str) -> None:
     seed_storms(database_url)
     assert run_json(run, "storms") == [
         {
+            "cluster": "default",
             "group": "flappy",
             "rebalances": 6,
             "start": "2026-03-01T12:01:00Z",
             "end": "2026-03-01T12:06:00Z",
         },
         {
+            "cluster": "default",
             "group": "flappy",
             "rebalances": 5,
             "start": "2026-03-01T14:00:00Z",
