@@ -225,11 +225,13 @@ class Exporter:
             if stale and not was_stale:
                 log.warning(
                     "source %s has not reported for %s (--source-stale-after %s): it no "
-                    "longer counts for /readyz; 'groupscope db forget-source %s' removes it",
+                    "longer counts for /readyz; 'groupscope db forget-source %s --cluster %s' "
+                    "removes it",
                     p.source,
                     _duration(snapshot.taken_at - p.updated_at),
                     _duration(stale_after),
                     p.source,
+                    p.cluster,
                 )
             elif was_stale and not stale:
                 log.info("source %s reports again", p.source)

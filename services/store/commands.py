@@ -48,7 +48,11 @@ examples:
   groupscope db forget-source NAME --force
       also when NAME reported recently (a job still running on it recreates its rows)
 
-An unknown NAME lists the sources the store knows, with their last report.
+  groupscope db forget-source NAME --cluster prod-eu
+      the source of cluster prod-eu's job, where jobs of several clusters read a
+      source of that name (a replay directory, say)
+
+An unknown NAME lists the sources the store knows, with their clusters and last reports.
 """
 
 
@@ -127,6 +131,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--force",
         action="store_true",
         help=f"forget it even if it reported within the last {RECENT_S // 60} minutes",
+    )
+    add_cluster_argument(
+        forget,
+        "the cluster whose job reported the source (env GROUPSCOPE_CLUSTER; needed only "
+        "when jobs of several clusters reported a source of that name)",
+        default=False,
     )
     add_database_url_argument(forget)
     forget.set_defaults(func=run_forget_source)
@@ -212,16 +222,25 @@ def run_forget_source(args: argparse.Namespace) -> int:
 
     with open_database(args.database_url) as engine:
         require_head(engine)
-        known = {s.name: s for s in known_sources(engine)}
-        source = known.get(args.source)
-        if source is None:
+        known = known_sources(engine)
+        named = [s for s in known if s.name == args.source]
+        found = [s for s in named if args.cluster in (None, s.cluster)]
+        if not found:
             listed = ", ".join(
-                f"{s.name} (last report {_when(s.last_report)})" for s in known.values()
+                f"{s.name} of cluster {s.cluster} (last report {_when(s.last_report)})"
+                for s in known
             )
+            of = "" if args.cluster is None or not named else f" in cluster {args.cluster!r}"
             raise UsageError(
-                f"no source named {args.source!r}; "
+                f"no source named {args.source!r}{of}; "
                 + (f"known sources: {listed}" if known else "the store knows no source")
             )
+        if len(found) > 1:
+            clusters = ", ".join(s.cluster for s in found)
+            raise UsageError(
+                f"{args.source} reported for the clusters {clusters}: give --cluster NAME"
+            )
+        (source,) = found
         if source.last_report is not None and not args.force:
             age = (datetime.now(UTC) - source.last_report).total_seconds()
             if age < RECENT_S:
@@ -229,8 +248,11 @@ def run_forget_source(args: argparse.Namespace) -> int:
                     f"{args.source} reported {int(age)}s ago: a job may still run on it "
                     "(it would recreate the rows); stop it first or pass --force"
                 )
-        status, progress = forget_source(engine, args.source)
-    print(f"forgot {args.source}: {status} status row(s), {progress} progress row(s) deleted")
+        status, progress = forget_source(engine, source.name, source.cluster)
+    print(
+        f"forgot {args.source} of cluster {source.cluster}: {status} status row(s), "
+        f"{progress} progress row(s) deleted"
+    )
     return 0
 
 

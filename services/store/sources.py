@@ -1,6 +1,7 @@
 """The streaming job's sources as the store knows them, and forgetting one.
 
-A source (`kafka:BOOTSTRAP/__consumer_offsets`, a replay directory, ...) has a
+A source (`kafka:BOOTSTRAP/__consumer_offsets`, a replay directory, ...) of a cluster
+(migration 0010: the same source name may serve jobs of two clusters) has a
 `pipeline_status` row, which the exporter's /readyz reads, and `pipeline_progress` rows,
 the last offset processed per partition. A run against a wrong bootstrap address leaves
 its rows behind for good; `groupscope db forget-source` removes them.
@@ -18,34 +19,35 @@ from services.store.errors import StoreUnavailableError, first_line
 
 KNOWN = text(
     """
-SELECT source, max(updated_at) FROM (
-    SELECT source, updated_at FROM pipeline_status
+SELECT cluster, source, max(updated_at) FROM (
+    SELECT cluster, source, updated_at FROM pipeline_status
     UNION ALL
-    SELECT source, updated_at FROM pipeline_progress
+    SELECT cluster, source, updated_at FROM pipeline_progress
 ) s
-GROUP BY source
-ORDER BY source
+GROUP BY cluster, source
+ORDER BY source, cluster
 """
 )
 
 
 @dataclass(frozen=True)
 class KnownSource:
+    cluster: str
     name: str
     last_report: datetime | None
 
 
 def known_sources(engine: Engine) -> list[KnownSource]:
-    """Every source with a status or progress row, with its latest report."""
+    """Every (cluster, source) with a status or progress row, with its latest report."""
     try:
         with engine.connect() as conn:
-            return [KnownSource(name, at) for name, at in conn.execute(KNOWN)]
+            return [KnownSource(c, name, at) for c, name, at in conn.execute(KNOWN)]
     except DBAPIError as exc:
         raise StoreUnavailableError(f"sources not read: {first_line(exc)}") from exc
 
 
-def forget_source(engine: Engine, source: str) -> tuple[int, int]:
-    """Delete `source`'s status and progress rows in one transaction.
+def forget_source(engine: Engine, source: str, cluster: str) -> tuple[int, int]:
+    """Delete `source`'s status and progress rows of `cluster` in one transaction.
 
     Returns (status rows, progress rows) deleted. The job recreates them if it still
     runs on that source.
@@ -53,10 +55,12 @@ def forget_source(engine: Engine, source: str) -> tuple[int, int]:
     try:
         with engine.begin() as conn:
             status = conn.execute(
-                text("DELETE FROM pipeline_status WHERE source = :s"), {"s": source}
+                text("DELETE FROM pipeline_status WHERE cluster = :c AND source = :s"),
+                {"c": cluster, "s": source},
             ).rowcount
             progress = conn.execute(
-                text("DELETE FROM pipeline_progress WHERE source = :s"), {"s": source}
+                text("DELETE FROM pipeline_progress WHERE cluster = :c AND source = :s"),
+                {"c": cluster, "s": source},
             ).rowcount
     except DBAPIError as exc:
         raise StoreUnavailableError(f"{source} not forgotten: {first_line(exc)}") from exc

@@ -384,7 +384,7 @@ def test_a_stale_source_does_not_count_for_readiness_and_can_be_forgotten(
         assert err.count("\n") == 1 and "--force" in err
 
         assert main(["db", "forget-source", WRONG, "--database-url", database_url]) == 0
-        assert f"forgot {WRONG}: 1 status row(s)" in capsys.readouterr().out
+        assert f"forgot {WRONG} of cluster typo: 1 status row(s)" in capsys.readouterr().out
         wait_for(
             lambda: ("groupscope_pipeline_stale", (("cluster", "typo"),)) not in running.metrics(),
             30,

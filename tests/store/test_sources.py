@@ -34,10 +34,38 @@ def test_forget_source_deletes_its_status_and_progress_only(
         assert [s.name for s in known_sources(engine)] == ["kept", "old"]
         assert main(["db", "forget-source", "old", "--database-url", database_url]) == 0
         assert capsys.readouterr().out == (
-            "forgot old: 1 status row(s), 2 progress row(s) deleted\n"
+            "forgot old of cluster default: 1 status row(s), 2 progress row(s) deleted\n"
         )
         assert [s.name for s in known_sources(engine)] == ["kept"]
         assert store.progress("kept") == {0: (10, 1)}
+    finally:
+        engine.dispose()
+
+
+def test_a_source_of_two_clusters_is_forgotten_for_the_one_named(
+    database_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two clusters' jobs replayed directories of the same name: forgetting it needs the
+    cluster, and takes only that cluster's rows."""
+    engine = create_store_engine(database_url)
+    try:
+        for cluster in ("east", "west"):
+            HistoryStore(engine, cluster=cluster).report_status(
+                PipelineReport("replay:/data", OLD, True, 0)
+            )
+        args = ["db", "forget-source", "replay:/data", "--database-url", database_url]
+        assert main(args) == 2
+        assert capsys.readouterr().err == (
+            "groupscope db: replay:/data reported for the clusters east, west: "
+            "give --cluster NAME\n"
+        )
+        assert main([*args, "--cluster", "north"]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("groupscope db: no source named 'replay:/data' in cluster 'north'")
+        assert "replay:/data of cluster east" in err and err.count("\n") == 1
+        assert main([*args, "--cluster", "west"]) == 0
+        assert "forgot replay:/data of cluster west: 1 status row(s)" in capsys.readouterr().out
+        assert [(s.cluster, s.name) for s in known_sources(engine)] == [("east", "replay:/data")]
     finally:
         engine.dispose()
 
