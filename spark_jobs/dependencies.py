@@ -19,10 +19,10 @@ from typing import Any
 from sqlalchemy import Engine
 from sqlalchemy.exc import DBAPIError
 
-from services.outage import ONCE_MAX_OUTAGE_S, Outage, OutageError, wait_through
+from services.outage import ONCE_MAX_OUTAGE_S, Backoff, Outage, OutageError, wait_through
 from services.store.batch import PipelineReport
 from services.store.errors import StoreUnavailableError
-from spark_jobs.broker import BrokerProbe, BrokerUnavailableError, wait_for_broker
+from spark_jobs.broker import BACKOFF, BrokerProbe, BrokerUnavailableError, wait_for_broker
 
 log = logging.getLogger("groupscope.stream")
 
@@ -48,11 +48,13 @@ def prepare_store(
     once: bool,
     limit: float | None,
     outage: Outage,
+    backoff: Backoff | None = None,
 ) -> Any:
     """Check the server, migrate, then `prepare()` (read what the job starts from).
 
     `--once` fails at the first unreachable attempt with a one-line
-    `StoreUnavailableError`; a live job waits for the database (at most `limit` s).
+    `StoreUnavailableError`; a live job waits for the database (at most `limit` s),
+    `backoff` between attempts (default: `Backoff()`).
     """
     from services.store.database import check_server, redacted
     from services.store.migrate import upgrade
@@ -72,16 +74,24 @@ def prepare_store(
     if once:
         return attempt()
     try:
-        return wait_through(attempt, (StoreUnavailableError,), outage, limit)
+        return wait_through(
+            attempt, (StoreUnavailableError,), outage, limit, backoff=backoff or Backoff()
+        )
     except OutageError as exc:
         raise StoreUnavailableError(str(exc)) from None
 
 
 def await_broker(
-    bootstrap: str, config: dict[str, str], topic: str, once: bool, limit: float | None
+    bootstrap: str,
+    config: dict[str, str],
+    topic: str,
+    once: bool,
+    limit: float | None,
+    backoff: Backoff = BACKOFF,
 ) -> BrokerWatch:
     """A watch on the broker, once it answers: `--once` fails at once with a one-line
-    `OutageError` when it does not; a live job waits (at most `limit` s)."""
+    `OutageError` when it does not; a live job waits (at most `limit` s, `backoff`
+    between probes)."""
     watch = BrokerWatch(BrokerProbe(config | {"bootstrap.servers": bootstrap}, topic), bootstrap)
     reason = watch.probe.problem()
     if reason is None:
@@ -89,7 +99,7 @@ def await_broker(
     if once:
         raise OutageError(f"cannot reach the Kafka broker at {bootstrap}: {reason}")
     try:
-        wait_for_broker(watch.probe, watch.outage, limit)
+        wait_for_broker(watch.probe, watch.outage, limit, backoff)
     except BrokerUnavailableError as exc:
         raise OutageError(str(exc)) from None
     return watch

@@ -137,6 +137,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "with --once. With --once a dependency unreachable at start-up fails at once",
     )
     parser.add_argument(
+        "--retry-max-delay",
+        default=env("GROUPSCOPE_RETRY_MAX_DELAY", "10s"),
+        metavar="DURATION",
+        help="the longest wait between two attempts to reach an unavailable database or "
+        "Kafka broker: the waits start at 0.5-1s and double up to it, so a recovery is "
+        "noticed at most this late (default: 10s)",
+    )
+    parser.add_argument(
+        "--read-stall-timeout",
+        default=env("GROUPSCOPE_READ_STALL_TIMEOUT", "30s"),
+        metavar="DURATION",
+        help="--source kafka: a range that gets no record for this long while its "
+        "records are due asks the broker; if it is away the range waits for it, if it "
+        "answers the batch fails (default: 30s)",
+    )
+    parser.add_argument(
         "--max-records-per-trigger",
         type=int,
         default=env("GROUPSCOPE_MAX_RECORDS_PER_TRIGGER", str(MAX_RECORDS_PER_TRIGGER)),
@@ -291,7 +307,13 @@ def _run_query(config: StreamConfig, checkpoint: Path) -> int:
         try:
             store_outage = Outage("the database", log)
             known = prepare_store(
-                url, engine, lambda: latest_generations(engine), config.once, limit, store_outage
+                url,
+                engine,
+                lambda: latest_generations(engine),
+                config.once,
+                limit,
+                store_outage,
+                config.backoff,
             )
             bases = prepare(
                 checkpoint,
@@ -303,7 +325,12 @@ def _run_query(config: StreamConfig, checkpoint: Path) -> int:
             watch = None
             if kind == "kafka":
                 watch = await_broker(
-                    config.bootstrap_servers, client, config.topic, config.once, limit
+                    config.bootstrap_servers,
+                    client,
+                    config.topic,
+                    config.once,
+                    limit,
+                    config.broker_backoff,
                 )
             spark = _session(config)
             if kind == "replay":
@@ -329,6 +356,8 @@ def _run_query(config: StreamConfig, checkpoint: Path) -> int:
                     bases,
                     limit,
                     config.reader,
+                    config.retry_max_delay,
+                    config.read_stall_timeout,
                 )
             processor = BatchProcessor(
                 HistoryStore(engine),
@@ -336,7 +365,7 @@ def _run_query(config: StreamConfig, checkpoint: Path) -> int:
                 config.offsets_partitions,
                 known,
                 # Without a count: a live job writes through an outage of any length.
-                RetryPolicy(attempts=None, max_delay=10.0, max_outage=limit),
+                RetryPolicy(attempts=None, max_delay=config.retry_max_delay, max_outage=limit),
                 state_dir=checkpoint / "groupscope",
                 checkpoint=checkpoint,
                 end_quietly=True,
