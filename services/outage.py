@@ -20,6 +20,7 @@ from typing import TypeVar
 T = TypeVar("T")
 
 REMIND_EVERY_S = 300.0  # "still unavailable" at most this often
+RETRY_MAX_DELAY_S = 10.0  # the default cap of the waits between attempts (--retry-max-delay)
 ONCE_MAX_OUTAGE_S = 120.0  # --once gives up after this long unless --max-outage says otherwise
 
 
@@ -44,7 +45,11 @@ class Backoff:
 
     initial: float = 0.5
     multiplier: float = 2.0
-    cap: float = 10.0
+    cap: float = RETRY_MAX_DELAY_S
+
+    def capped(self, cap: float) -> Backoff:
+        """The same waits capped at `cap` (`--retry-max-delay`), the first one too."""
+        return Backoff(min(self.initial, cap), self.multiplier, cap)
 
     def delays(self) -> Iterator[float]:
         delay = self.initial

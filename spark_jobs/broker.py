@@ -72,6 +72,11 @@ class BrokerProbe:
         return problem(self._client, self.topic, timeout)
 
 
+def backoff(cap: float | None) -> Backoff:
+    """The waits between probes, capped at `cap` seconds (`--retry-max-delay`) if given."""
+    return BACKOFF if cap is None else BACKOFF.capped(cap)
+
+
 class _Unreachable(Exception):
     pass
 

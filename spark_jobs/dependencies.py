@@ -20,10 +20,10 @@ from typing import Any
 from sqlalchemy import Engine
 from sqlalchemy.exc import DBAPIError
 
-from services.outage import ONCE_MAX_OUTAGE_S, Outage, OutageError, wait_through
+from services.outage import ONCE_MAX_OUTAGE_S, Backoff, Outage, OutageError, wait_through
 from services.store.batch import PipelineReport
 from services.store.errors import StoreUnavailableError
-from spark_jobs.broker import BrokerUnavailableError, Probe, wait_for_broker
+from spark_jobs.broker import BACKOFF, BrokerUnavailableError, Probe, wait_for_broker
 
 log = logging.getLogger("groupscope.stream")
 
@@ -50,6 +50,7 @@ def prepare_store(
     limit: float | None,
     outage: Outage,
     cluster: str | None = None,
+    backoff: Backoff | None = None,
 ) -> Any:
     """Check the server, migrate, then `prepare()` (read what the job starts from).
 
@@ -57,7 +58,8 @@ def prepare_store(
     the job's own cluster, which is what that history is when the job upgrades it.
 
     `--once` fails at the first unreachable attempt with a one-line
-    `StoreUnavailableError`; a live job waits for the database (at most `limit` s).
+    `StoreUnavailableError`; a live job waits for the database (at most `limit` s),
+    `backoff` between attempts (default: `Backoff()`).
     """
     from services.store.database import check_server, redacted
     from services.store.migrate import upgrade
@@ -77,14 +79,23 @@ def prepare_store(
     if once:
         return attempt()
     try:
-        return wait_through(attempt, (StoreUnavailableError,), outage, limit)
+        return wait_through(
+            attempt, (StoreUnavailableError,), outage, limit, backoff=backoff or Backoff()
+        )
     except OutageError as exc:
         raise StoreUnavailableError(str(exc)) from None
 
 
-def await_broker(probe: Probe, bootstrap: str, once: bool, limit: float | None) -> BrokerWatch:
+def await_broker(
+    probe: Probe,
+    bootstrap: str,
+    once: bool,
+    limit: float | None,
+    backoff: Backoff = BACKOFF,
+) -> BrokerWatch:
     """A watch on the broker through `probe`, once it answers: `--once` fails at once
-    with a one-line `OutageError` when it does not; a live job waits (at most `limit` s)."""
+    with a one-line `OutageError` when it does not; a live job waits (at most `limit` s,
+    `backoff` between probes)."""
     watch = BrokerWatch(probe, bootstrap)
     reason = watch.probe.problem()
     if reason is None:
@@ -92,7 +103,7 @@ def await_broker(probe: Probe, bootstrap: str, once: bool, limit: float | None) 
     if once:
         raise OutageError(f"cannot reach the Kafka broker at {bootstrap}: {reason}")
     try:
-        wait_for_broker(watch.probe, watch.outage, limit)
+        wait_for_broker(watch.probe, watch.outage, limit, backoff)
     except BrokerUnavailableError as exc:
         raise OutageError(str(exc)) from None
     return watch

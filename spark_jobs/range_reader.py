@@ -18,20 +18,21 @@ from __future__ import annotations
 import gc
 import json
 import logging
+import math
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Protocol
 
 import pyarrow as pa
 
-from services.outage import Outage
-from spark_jobs.broker import BrokerProbe, wait_for_broker
+from services.outage import Backoff, Outage
+from spark_jobs.broker import BrokerProbe, backoff, wait_for_broker
 from spark_jobs.settings import SparkSettings, current
 
 _log = logging.getLogger("groupscope.kafka")
 ARROW_ROWS = 65_536
 POLL_MS = 1000
-IDLE_POLLS = 30  # give up on a range after this many empty polls in a row
+IDLE_POLLS = 30  # a range stalls after this many empty polls in a row (--read-stall-timeout)
 _COLUMNS: list[tuple[str, pa.DataType]] = [
     ("topic", pa.string()),
     ("partition", pa.int32()),
@@ -332,6 +333,8 @@ def read_range(
     kind: str = "auto",
     incarnation: int = 0,
     max_outage: float | None = None,
+    retry_max_delay: float | None = None,
+    stall_timeout: float | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """Records [start, end) of one partition, in batches of about ARROW_ROWS.
     `incarnation` names the topic's log (see `_reader`).
@@ -340,14 +343,17 @@ def read_range(
     record end - 1, at a record past it, at the partition's end, or once the consumer's
     position has passed `end`.
 
-    A range that stalls (IDLE_POLLS empty polls, or an error from librdkafka) while the
-    broker cannot be reached waits for it, without limit or for
-    `max_outage` seconds (then `BrokerUnavailableError`), and goes on from the next
+    A range that stalls (no record for `stall_timeout` seconds, IDLE_POLLS polls by
+    default, or an error from librdkafka) while the broker cannot be reached waits for
+    it, without limit or for `max_outage` seconds (then `BrokerUnavailableError`),
+    probing it at most `retry_max_delay` seconds apart, and goes on from the next
     offset with a new consumer: the range was planned from offsets the broker had, so
     they are read once it is back. A stall with the broker there fails as before.
     """
     if end <= start:
         return
+    idle_polls = IDLE_POLLS if stall_timeout is None else stall_polls(stall_timeout)
+    waiting = (max_outage, backoff(retry_max_delay))
     reader = _reader(kind, config, incarnation)
     # The exact start offset, even 0: a logical offset (OFFSET_BEGINNING) costs a lookup
     # per range (docs/performance.md, "Design measurements": exact start offsets), and a
@@ -366,19 +372,19 @@ def read_range(
             except RuntimeError as exc:
                 stalled: BaseException = RuntimeError(f"{topic}-{partition}: {exc}")
                 reader = _after_stall(
-                    stalled, kind, config, incarnation, (topic, partition, expected), max_outage
+                    stalled, kind, config, incarnation, (topic, partition, expected), waiting
                 )
                 idle = 0
                 continue
             if not polled:
                 idle += 1
-                if idle >= IDLE_POLLS:
+                if idle >= idle_polls:
                     stalled = TimeoutError(
-                        f"{topic}-{partition}: no records for {IDLE_POLLS} polls "
+                        f"{topic}-{partition}: no records for {idle_polls} polls "
                         f"before offset {end}"
                     )
                     at = (topic, partition, expected)
-                    reader = _after_stall(stalled, kind, config, incarnation, at, max_outage)
+                    reader = _after_stall(stalled, kind, config, incarnation, at, waiting)
                     idle = 0
                 continue
             idle = 0
@@ -405,20 +411,27 @@ def _after_stall(
     config: dict[str, Any],
     incarnation: int,
     at: tuple[str, int, int],
-    max_outage: float | None,
+    waiting: tuple[float | None, Backoff],
 ) -> RangeReader:
     """A reader at `at` (topic, partition, offset) once the broker answers again; raises
-    `stalled` when the broker answers (the stall is not an outage: a topic deleted, say)."""
+    `stalled` when the broker answers (the stall is not an outage: a topic deleted, say).
+    `waiting`: the outage's limit in seconds (None: without) and the waits between probes."""
     topic, partition, offset = at
+    max_outage, between = waiting
     probe = BrokerProbe(config, None)  # only the broker: a deleted topic is no outage
     if probe.problem() is None:
         raise stalled
     _drop_reader(kind, config)
     outage = Outage(f"the Kafka broker (reading {topic}-{partition})", _log)
-    wait_for_broker(probe, outage, max_outage)
+    wait_for_broker(probe, outage, max_outage, between)
     reader = _reader(kind, config, incarnation)
     reader.assign(topic, partition, offset)
     return reader
+
+
+def stall_polls(stall_timeout: float) -> int:
+    """The empty polls (of POLL_MS each) in `stall_timeout` seconds, at least one."""
+    return max(1, math.ceil(stall_timeout * 1000 / POLL_MS))
 
 
 def _combined(batches: list[pa.RecordBatch]) -> pa.RecordBatch:

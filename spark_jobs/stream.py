@@ -149,6 +149,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "with --once. With --once a dependency unreachable at start-up fails at once",
     )
     parser.add_argument(
+        "--retry-max-delay",
+        default=env("GROUPSCOPE_RETRY_MAX_DELAY", "10s"),
+        metavar="DURATION",
+        help="the longest wait between two attempts to reach an unavailable database or "
+        "Kafka broker: the waits start at 0.5-1s and double up to it, so a recovery is "
+        "noticed at most this late (default: 10s)",
+    )
+    parser.add_argument(
+        "--read-stall-timeout",
+        default=env("GROUPSCOPE_READ_STALL_TIMEOUT", "30s"),
+        metavar="DURATION",
+        help="--source kafka: a range that gets no record for this long while its "
+        "records are due asks the broker; if it is away the range waits for it, if it "
+        "answers the batch fails (default: 30s)",
+    )
+    parser.add_argument(
         "--max-records-per-trigger",
         type=int,
         default=env("GROUPSCOPE_MAX_RECORDS_PER_TRIGGER", str(MAX_RECORDS_PER_TRIGGER)),
@@ -316,6 +332,7 @@ def _run_query(config: StreamConfig, checkpoint: Path) -> int:
                 limit,
                 store_outage,
                 config.cluster,
+                config.backoff,
             )
             bases = prepare(
                 checkpoint,
@@ -327,13 +344,17 @@ def _run_query(config: StreamConfig, checkpoint: Path) -> int:
             watch, quiet = None, None
             if kind == "kafka":
                 probe = BrokerProbe(cluster, config.topic)
-                watch = await_broker(probe, config.bootstrap_servers, config.once, limit)
+                watch = await_broker(
+                    probe, config.bootstrap_servers, config.once, limit, config.broker_backoff
+                )
             spark = _session(config)
             if kind == "spark-kafka":
                 quiet = QuietConnector(spark)
                 # the connector's own Java client, once the JVM that holds it has started
                 java = JavaBrokerProbe(spark, cluster, config.topic)
-                watch = await_broker(java, config.bootstrap_servers, config.once, limit)
+                watch = await_broker(
+                    java, config.bootstrap_servers, config.once, limit, config.broker_backoff
+                )
             if kind == "replay":
                 df = replay(spark, directory, config.max_files_per_trigger)  # type: ignore[arg-type]
             elif kind == "spark-kafka":
@@ -357,6 +378,8 @@ def _run_query(config: StreamConfig, checkpoint: Path) -> int:
                     bases,
                     limit,
                     config.reader,
+                    config.retry_max_delay,
+                    config.read_stall_timeout,
                 )
             processor = BatchProcessor(
                 HistoryStore(engine, cluster=config.cluster),
@@ -364,7 +387,7 @@ def _run_query(config: StreamConfig, checkpoint: Path) -> int:
                 config.offsets_partitions,
                 known,
                 # Without a count: a live job writes through an outage of any length.
-                RetryPolicy(attempts=None, max_delay=10.0, max_outage=limit),
+                RetryPolicy(attempts=None, max_delay=config.retry_max_delay, max_outage=limit),
                 state_dir=checkpoint / "groupscope",
                 checkpoint=checkpoint,
                 end_quietly=True,

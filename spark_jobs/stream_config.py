@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from services.groupfilter import GroupFilter
+from services.outage import RETRY_MAX_DELAY_S, Backoff
 from spark_jobs.settings import SparkSettings
 
 
@@ -40,6 +41,8 @@ class StreamConfig:
     reader: str | None  # the Kafka source's range reader (kind kafka only)
     retention: float | None = None  # --retention in seconds; None keeps every row
     cluster: str = "default"  # --cluster: the name the store files this job's rows under
+    retry_max_delay: float = RETRY_MAX_DELAY_S  # --retry-max-delay in seconds
+    read_stall_timeout: float = 30.0  # --read-stall-timeout in seconds (kind kafka)
 
     @classmethod
     def from_arguments(
@@ -48,6 +51,7 @@ class StreamConfig:
         """The parsed flags and the environment's knobs, checked in the order the
         command has always checked them."""
         from services.cli import UsageError
+        from services.durations import seconds_flag
         from services.groupfilter import group_filter
         from services.kafka_options import kafka_config
         from spark_jobs.dependencies import max_outage
@@ -61,6 +65,8 @@ class StreamConfig:
         master = check_master(args.master) if args.master else args.master
         spark_conf = parse_conf(args.conf)
         limit = max_outage(args.max_outage, args.once)
+        retry_max_delay = seconds_flag("--retry-max-delay", args.retry_max_delay)
+        read_stall_timeout = seconds_flag("--read-stall-timeout", args.read_stall_timeout)
         retention = parse_retention(args.retention)
         cluster = parse_cluster(args.cluster)
         spark = SparkSettings.from_environment(environ)
@@ -94,7 +100,21 @@ class StreamConfig:
             reader=reader,
             retention=retention,
             cluster=cluster,
+            retry_max_delay=retry_max_delay,
+            read_stall_timeout=read_stall_timeout,
         )
+
+    @property
+    def backoff(self) -> Backoff:
+        """The waits between attempts to reach the database."""
+        return Backoff().capped(self.retry_max_delay)
+
+    @property
+    def broker_backoff(self) -> Backoff:
+        """The waits between probes of an unreachable broker, on the driver."""
+        from spark_jobs.broker import backoff
+
+        return backoff(self.retry_max_delay)
 
     @property
     def name(self) -> str:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import struct
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -173,7 +173,9 @@ class ConsumerGroup:
         with epoch -1) as it closes."""
         self.members.pop().consumer.close()
 
-    def _stable(self) -> bool:
+    def stable(self) -> bool:
+        """Every partition held by exactly one member, every member holding some, one
+        generation, and no callback for QUIET_S seconds."""
         held = [m.held for m in self.members]
         union = set().union(*held)
         return (
@@ -188,11 +190,7 @@ class ConsumerGroup:
         """Poll until every partition is assigned to exactly one member, every member has
         some, all share one generation and no callback came for QUIET_S seconds. What the
         polls fetch is dropped: call this while the topic has nothing to read."""
-        deadline = time.monotonic() + timeout
-        while not self._stable():
-            if time.monotonic() > deadline:
-                raise AssertionError(f"group {self.group} not stable: {self.final()}")
-            self.poll()
+        await_all_stable([self], timeout)
 
     def consume_and_commit(
         self, highs: Mapping[int, int] | Mapping[tuple[str, int], int], batch: int = 5
@@ -270,3 +268,16 @@ class ConsumerGroup:
     def close(self) -> None:
         for member in self.members:
             member.consumer.close()
+
+
+def await_all_stable(groups: Iterable[ConsumerGroup], timeout: float = STABLE_TIMEOUT_S) -> None:
+    """`ConsumerGroup.await_stable` for several groups at once, every member of each
+    polled in turn: their rebalances overlap in time, and each group's QUIET_S runs
+    while the others settle instead of after them."""
+    groups = list(groups)
+    deadline = time.monotonic() + timeout
+    while unstable := [g for g in groups if not g.stable()]:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"group {unstable[0].group} not stable: {unstable[0].final()}")
+        for group in groups:
+            group.poll()

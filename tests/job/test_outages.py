@@ -4,9 +4,14 @@ Every outage here is real: the job runs as its own process (`python -m services.
 stream`), the test stops its own PostgreSQL server (`pg_ctl stop`) or freezes its own
 tansu broker (SIGSTOP: tansu keeps its log in memory only, and this build has no
 persistent storage engine, so a stopped broker would come back empty; a frozen one is a
-network partition), for longer than the old retry budget (about 15 s), and brings it back.
-A job started against a broker that is not running at all, which is then started, covers
-the refused connection.
+network partition), for longer than the old retry budget (six attempts, about 15 s), and
+brings it back. A job started against a broker that is not running at all, which is then
+started, covers the refused connection.
+
+The jobs run with their waits shortened through their own flags (`QUICK`): attempts at
+most 1 s apart (`--retry-max-delay`, 10 s by default), so that an outage of 20 s is some
+20 attempts and a recovery is noticed within a second, and a range read that gets nothing
+for 5 s asks whether the broker is there (`--read-stall-timeout`, 30 s by default).
 """
 
 from __future__ import annotations
@@ -36,8 +41,11 @@ from spark_jobs.broker import BrokerUnavailableError
 from spark_jobs.range_reader import read_range
 from tests.fixtures.kafka import KafkaBroker, _free_port, _wait_ready, tansu_binary
 
-DB_OUTAGE_S = 35.0
-BROKER_OUTAGE_S = 40.0
+QUICK = ["--retry-max-delay", "1s", "--read-stall-timeout", "5s"]
+# Longer than the old retry budget; a frozen broker also longer than a range's stall and
+# the probe that follows it (5 s each), so that a range being read waits for the broker.
+DB_OUTAGE_S = 20.0
+BROKER_OUTAGE_S = 20.0
 SPARK_START_S = 150.0
 FILES_EPOCH = time.time() - 3600  # two busy cores: a Spark job's first batch can take a while
 
@@ -259,6 +267,7 @@ def test_a_live_job_waits_out_a_database_outage_and_loses_nothing(
         [
             *("--source", "replay", str(replay), "--database-url", own_postgres.url),
             *("--checkpoint", str(tmp_path / "checkpoint"), "--trigger", "1s"),
+            *QUICK,
         ]
     )
     try:
@@ -371,7 +380,7 @@ def kafka_job(broker: Tansu, topic: str, url: str, checkpoint: Path) -> Job:
         [
             *("--bootstrap-servers", broker.bootstrap, "--topic", topic),
             *("--offsets-partitions", "1", "--database-url", url),
-            *("--checkpoint", str(checkpoint), "--trigger", "1s"),
+            *("--checkpoint", str(checkpoint), "--trigger", "1s", *QUICK),
         ]
     )
 
@@ -460,7 +469,7 @@ def test_a_live_job_started_while_its_database_is_down_waits_for_it(
     job = Job(
         [
             *("--source", "replay", str(replay), "--database-url", own_postgres.url),
-            *("--checkpoint", str(tmp_path / "checkpoint"), "--trigger", "1s"),
+            *("--checkpoint", str(tmp_path / "checkpoint"), "--trigger", "1s", *QUICK),
         ]
     )
     try:
@@ -490,9 +499,11 @@ def test_once_gives_up_on_a_long_database_outage_in_one_line_and_resumes_later(
         replay_batch(replay, n, expected)
     args = [
         *("--source", "replay", str(replay), "--database-url", own_postgres.url),
-        *("--checkpoint", str(tmp_path / "checkpoint"), "--max-files-per-trigger", "1"),
+        *("--checkpoint", str(tmp_path / "checkpoint")),
     ]
-    job = Job([*args, "--once", "--max-outage", "10s"])
+    # A file a batch, so that batches are left when the database stops; the rerun
+    # replays the batch given up on as it was planned, then the rest in one.
+    job = Job([*args, "--max-files-per-trigger", "1", "--once", "--max-outage", "10s"])
     try:
         job.wait_for(r"groupscope.stream batch 0:", SPARK_START_S)
         own_postgres.stop()
@@ -571,7 +582,7 @@ def test_once_gives_up_on_a_frozen_broker_in_one_line(
             *("--bootstrap-servers", own_tansu.bootstrap, "--topic", topic),
             *("--offsets-partitions", "1", "--database-url", database_url),
             *("--checkpoint", str(tmp_path / "checkpoint"), "--once"),
-            *("--max-records-per-trigger", "2", "--max-outage", "10s"),
+            *("--max-records-per-trigger", "2", "--max-outage", "10s", *QUICK),
         ]
     )
     try:

@@ -11,7 +11,9 @@ committed and one more aborted transaction, and the job runs again from its chec
 it resumes there, reading only the new records.
 
 Every test runs for both Kafka sources: groupscope's own (`kafka`) and Spark's official
-connector (`spark-kafka`, resolved as `make kafka` caches it).
+connector (`spark-kafka`, resolved as `make kafka` caches it). The groups and
+transactions are made once; each source reads them into a database and a checkpoint of
+its own, both first runs before the last transactions and both second runs after them.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from sqlalchemy import Engine
 from services.exporter.snapshot import read_snapshot
 from services.store.database import create_store_engine
 from tests.fixtures.real_kafka import RealKafka, retry_while_coordinator_pending
-from tests.job.real_groups import Assigned, ConsumerGroup
+from tests.job.real_groups import Assigned, ConsumerGroup, await_all_stable
 from tests.job.real_job import (
     admin_offsets,
     on,
@@ -115,17 +117,14 @@ def transactional_commits(
         consumer.close()
 
 
-@pytest.fixture(scope="module", params=SOURCES)
-def run(
-    request: pytest.FixtureRequest,
-    real_kafka: RealKafka,
-    postgres_server,
-    migrated_template: str,
-    tmp_path_factory,
-) -> Iterator[Run]:
-    source = request.param
-    if source == "spark-kafka":
-        spark_kafka_connector()
+@pytest.fixture(scope="module")
+def runs(
+    real_kafka: RealKafka, postgres_server, migrated_template: str, tmp_path_factory
+) -> Iterator[dict[str, Run | None]]:
+    """One workload, read by each source: source -> its Run, None where the source
+    cannot run here (Spark's connector not cached: its tests skip, or fail where Kafka
+    is required, as `spark_kafka_connector` says)."""
+    sources = [source for source in SOURCES if available(source)]
     suffix = uuid.uuid4().hex[:8]
     topic = real_kafka.create_topic(f"orders-{suffix}", PARTITIONS)
     logs = tmp_path_factory.mktemp("members")
@@ -135,37 +134,79 @@ def run(
         )
         for kind, config in CLIENTS.items()
     }
-    name = postgres_server.create_database(template=migrated_template)
-    url = postgres_server.url(name)
-    engine = create_store_engine(url)
+    databases = {
+        source: postgres_server.create_database(template=migrated_template) for source in sources
+    }
+    urls = {source: postgres_server.url(name) for source, name in databases.items()}
+    engines = {source: create_store_engine(url) for source, url in urls.items()}
     try:
-        for group in groups.values():  # stable before there is anything to read
-            group.await_stable()  # one member with every partition
-            group.join()  # and a rebalance: the second takes some from the first
-            group.await_stable()
+        # Stable before there is anything to read: one member with every partition, and
+        # a rebalance: the second takes some from the first. The groups' rebalances
+        # overlap in time.
+        await_all_stable(groups.values())
+        for group in groups.values():
+            group.join()
+        await_all_stable(groups.values())
         highs = produce(real_kafka, topic)
         for group in groups.values():
             group.consume_and_commit(highs)
-            group.await_stable()
+        await_all_stable(groups.values())
         txn_group = f"txn-{suffix}"
         transactional_commits(real_kafka, txn_group, topic, FIRST)
         names = [g.group for g in groups.values()] + [txn_group]
         before = {g.group: (g.final(), len(g.seen())) for g in groups.values()}
-        checkpoint = tmp_path_factory.mktemp("job") / "checkpoint"
+        checkpoints = {s: tmp_path_factory.mktemp(f"job-{s}") / "checkpoint" for s in sources}
         members = list(groups.values())
-        job = run_job_once(real_kafka, url, checkpoint, members, source)
+        jobs = {s: run_job_once(real_kafka, urls[s], checkpoints[s], members, s) for s in sources}
         transactional_commits(real_kafka, txn_group, topic, AFTER_RESTART)
         offsets = admin_offsets(real_kafka, names)
-        resumed = run_job_once(real_kafka, url, checkpoint, members, source)
+        resumed = {
+            s: run_job_once(real_kafka, urls[s], checkpoints[s], members, s) for s in sources
+        }
         for group in groups.values():  # nobody rebalanced while the jobs ran
             assert (group.final(), len(group.seen())) == before[group.group]
         observed = {g.group: Observed(g.final(), g.seen(), g.commits) for g in groups.values()}
-        yield Run(engine, topic, observed, txn_group, offsets, job, resumed)
+        yield {
+            source: (
+                Run(
+                    engines[source],
+                    topic,
+                    observed,
+                    txn_group,
+                    offsets,
+                    jobs[source],
+                    resumed[source],
+                )
+                if source in sources
+                else None
+            )
+            for source in SOURCES
+        }
     finally:
         for group in groups.values():
             group.close()
-        engine.dispose()
-        postgres_server.drop_database(name)
+        for source, engine in engines.items():
+            engine.dispose()
+            postgres_server.drop_database(databases[source])
+
+
+def available(source: str) -> bool:
+    """Whether `source` can run here: Spark's connector cached, for `spark-kafka`."""
+    try:
+        if source == "spark-kafka":
+            spark_kafka_connector()
+    except (pytest.skip.Exception, pytest.fail.Exception):
+        return False
+    return True
+
+
+@pytest.fixture(scope="module", params=SOURCES)
+def run(request: pytest.FixtureRequest, runs: dict[str, Run | None]) -> Run:
+    found = runs[request.param]
+    if found is None:
+        spark_kafka_connector()  # skips, or fails where Kafka is required
+    assert found is not None
+    return found
 
 
 def test_the_job_reads_kafkas_consumer_offsets_without_a_decode_failure(run: Run) -> None:

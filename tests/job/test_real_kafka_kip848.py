@@ -30,7 +30,7 @@ from sqlalchemy import Engine
 from services.store.database import create_store_engine
 from tests.fixtures.real_kafka import RealKafka, Settings, launch
 from tests.job.java_members import Event
-from tests.job.real_groups import Assigned, ConsumerGroup
+from tests.job.real_groups import Assigned, ConsumerGroup, await_all_stable
 from tests.job.real_job import (
     admin_offsets,
     describe_groups,
@@ -146,22 +146,18 @@ def live_through_rebalances(broker: RealKafka, suffix: str, logs: Path) -> dict[
             size=1,
             subscription=[f"^{prefix}-.*"] if kind == "regex" else topics,
         )
-    for group in groups.values():  # the rebalances of the groups overlap in time
-        group.await_stable()
+    await_all_stable(groups.values())  # the rebalances of the groups overlap in time
     for _ in range(MEMBERS - 1):
         for group in groups.values():
             group.join()
-        for group in groups.values():
-            group.await_stable()
+        await_all_stable(groups.values())
     for kind, group in groups.items():
         grow(broker, kind, group.group)
         group.partitions = sum(partitions(kind, True).values())
-    for group in groups.values():
-        group.await_stable()
+    await_all_stable(groups.values())
     for group in groups.values():
         group.leave()
-    for group in groups.values():
-        group.await_stable()
+    await_all_stable(groups.values())
     return groups
 
 
@@ -194,7 +190,7 @@ def run(
         for kind, group in groups.items():
             topics = {f"{group.group}-{t}": n for t, n in partitions(kind, True).items()}
             group.consume_and_commit(produce(broker, topics))
-            group.await_stable()
+        await_all_stable(groups.values())
         names = [g.group for g in groups.values()]
         before = {g.group: (g.holdings(), len(g.seen())) for g in groups.values()}
         described = describe_groups(broker, names)

@@ -33,7 +33,7 @@ from services.exporter.snapshot import read_snapshot
 from services.store.database import create_store_engine
 from tests.fixtures.real_kafka import RealKafka, Settings, launch
 from tests.job.legacy_commit import commit_with_retention
-from tests.job.real_groups import Assigned, ConsumerGroup
+from tests.job.real_groups import Assigned, ConsumerGroup, await_all_stable
 from tests.job.real_job import (
     admin_offsets,
     delete_offsets,
@@ -168,14 +168,12 @@ def run(
         "trim": ConsumerGroup(broker, names["trim"], topics["trim"][0], 3, {}, logs=logs, size=1),
     }
     try:
-        for group in groups.values():
-            group.await_stable()
+        await_all_stable(groups.values())
         topics["regex"].append(broker.create_topic(f"rx-{suffix}-b", 2))
         groups["regex"].partitions = 6
         add_partitions(broker, topics["grow"][0], 6)
         groups["grow"].partitions = 6
-        for group in groups.values():
-            group.await_stable()
+        await_all_stable(groups.values())
         for scenario, group in groups.items():
             group.consume_and_commit(produce(broker, partitions_of(broker, topics[scenario])))
         observed = {s: Observed(g.holdings(), g.seen(), g.commits) for s, g in groups.items()}

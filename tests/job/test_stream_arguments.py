@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from itertools import islice
 from pathlib import Path
 
 import pytest
@@ -40,6 +41,8 @@ def replay_dir(tmp_path: Path) -> str:
         (["--retention", "forever"], "--retention expects a duration"),
         (["--cluster", "prod eu"], "--cluster 'prod eu': a cluster name is"),
         (["--cluster", ""], "--cluster '': a cluster name is"),
+        (["--retry-max-delay", "0s"], "--retry-max-delay must be positive"),
+        (["--read-stall-timeout", "later"], "--read-stall-timeout expects a duration"),
     ],
 )
 def test_bad_flags_exit_2_with_one_line(tmp_path: Path, capsys, extra: list[str], reason: str):
@@ -105,9 +108,29 @@ def test_the_stream_config_is_built_once_from_flags_and_environment(
     assert config.kafka == {"security.protocol": "SSL"}
     assert config.spark == SparkSettings(shuffle_partitions=8, kafka_reader="python")
     assert config.max_outage is None  # a live job waits without limit
+    assert (config.retry_max_delay, config.read_stall_timeout) == (10.0, 30.0)
+    assert [*islice(config.backoff.delays(), 7)] == [0.5, 1, 2, 4, 8, 10, 10]
+    assert [*islice(config.broker_backoff.delays(), 6)] == [1, 2, 4, 8, 10, 10]
+
+    monkeypatch.setenv("GROUPSCOPE_RETRY_MAX_DELAY", "750ms")
+    short = StreamConfig.from_arguments(
+        build_parser().parse_args(
+            ["stream", "--bootstrap-servers", "b:9092", "--read-stall-timeout", "5s"]
+        )
+    )
+    assert (short.retry_max_delay, short.read_stall_timeout) == (0.75, 5.0)
+    assert [*islice(short.backoff.delays(), 3)] == [0.5, 0.75, 0.75]
+    assert [*islice(short.broker_backoff.delays(), 3)] == [0.75, 0.75, 0.75]
 
     replay = StreamConfig.from_arguments(
         build_parser().parse_args(["stream", "--source", "replay", replay_dir(tmp_path), "--once"])
     )
     assert replay.kind == "replay" and replay.reader is None and replay.bootstrap_servers == ""
     assert replay.name == f"replay:{tmp_path.resolve()}"
+
+
+def test_the_read_stall_timeout_counts_whole_polls() -> None:
+    from spark_jobs.range_reader import IDLE_POLLS, POLL_MS, stall_polls
+
+    assert stall_polls(IDLE_POLLS * POLL_MS / 1000) == IDLE_POLLS  # the default: 30 s
+    assert (stall_polls(5), stall_polls(2.5), stall_polls(0.1)) == (5, 3, 1)
