@@ -405,7 +405,8 @@ def test_groupscope_stream_reads_kafka_on_the_executors_with_the_shipped_code(
     assert "driver" not in ran and len(ran) == 2, ran  # both workers' executors, only them
     cluster = store_contents(cluster_url)
     assert cluster == store_contents(local_url)
-    committed = [row for row in cluster["committed_offsets"] if row[1] == topic]
+    # committed_offsets' columns begin cluster, group_name, topic
+    committed = [row for row in cluster["committed_offsets"] if row[2] == topic]
     assert len(committed) == 36  # every commit of the test, read on the executors
 
 

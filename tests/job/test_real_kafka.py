@@ -28,6 +28,7 @@ import pytest
 from sqlalchemy import Engine
 
 from services.exporter.snapshot import read_snapshot
+from services.store.clusters import DEFAULT_CLUSTER
 from services.store.database import create_store_engine
 from tests.fixtures.real_kafka import RealKafka, retry_while_coordinator_pending
 from tests.job.real_groups import Assigned, ConsumerGroup, await_all_stable
@@ -369,7 +370,7 @@ def test_aborted_transactional_offsets_never_appear(run: Run) -> None:
     assert not aborted & {o for (o,) in history + current}
     # the exporter's lag is the log end minus the offsets it reads from the store
     offsets = read_snapshot(run.engine, 300.0, datetime.now(UTC)).offsets
-    group = offsets.groups.index(run.txn_group)
+    group = offsets.groups.index((DEFAULT_CLUSTER, run.txn_group))
     mine = offsets.pair_group[offsets.pair] == group
     lag_base = set(offsets.committed[mine].tolist())
     assert lag_base and not aborted & lag_base
