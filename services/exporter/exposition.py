@@ -292,7 +292,12 @@ def _offset_families(
     n_pairs = len(pairs)
     committed = np.zeros(n_pairs, np.int64)
     np.add.at(committed, offsets.pair, offsets.committed)
-    pair_labels = [labels(cluster=c, group=g, topic=t) for c, g, t in pairs]
+    # `labels()` written out: a pair per (cluster, group, topic) makes this the render's
+    # longest loop, where the keyword call is several times slower than the f-string
+    # (`python -m benchmarks exporter`).
+    pair_labels = [
+        f'{{cluster="{escape(c)}",group="{escape(g)}",topic="{escape(t)}"}}' for c, g, t in pairs
+    ]
     f["committed_offset_sum"].extend(zip(pair_labels, committed.tolist(), strict=True))
     partition_labels: list[str] = []
     if options.per_partition:
