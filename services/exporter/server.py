@@ -57,6 +57,9 @@ class BoundedHTTPServer(HTTPServer):
         timeout: float,
     ) -> None:
         self.address_family = address_family(*address)
+        # listen()'s backlog (socketserver's default is 5): a scraper's connects beyond
+        # it are dropped and retried only after TCP's one-second retransmission timeout.
+        self.request_queue_size = max_connections
         super().__init__(address, handler)
         self.workers = workers
         self.max_connections = max_connections

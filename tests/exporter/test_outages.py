@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import re
-import select
 import selectors
 import signal
 import socket
@@ -453,7 +452,7 @@ def test_idle_connections_cost_no_thread_and_are_closed_after_the_timeout(
         for _ in range(8):  # every worker started
             assert running.get("/metrics")[0] == 200
         baseline = running.threads()
-        idle = open_connections((host, int(port)), 400)
+        idle = [socket.create_connection((host, int(port)), timeout=5) for _ in range(400)]
         try:
             opened = time.monotonic()
             time.sleep(0.5)
@@ -472,29 +471,6 @@ def test_idle_connections_cost_no_thread_and_are_closed_after_the_timeout(
             for conn in idle:
                 conn.close()
         assert running.get("/healthz")[0] == 200
-
-
-def open_connections(address: tuple[str, int], count: int) -> list[socket.socket]:
-    """`count` connections to `address`, one at a time; a connect not answered within
-    50 ms is abandoned and tried again at once. The exporter listens with socketserver's
-    backlog of 5, and a SYN that finds the accept queue full is dropped and sent again
-    only after TCP's one-second retransmission timeout: one after another, 57 of 400
-    blocking connects waited so (58 s) on a loaded 2-core machine."""
-    deadline = time.monotonic() + 60
-    opened: list[socket.socket] = []
-    while len(opened) < count:
-        assert time.monotonic() < deadline, f"{len(opened)} of {count} connections in 60 s"
-        conn = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        conn.setblocking(False)
-        conn.connect_ex(address)
-        answered = select.poll()
-        answered.register(conn, select.POLLOUT)
-        if answered.poll(50) and conn.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR) == 0:
-            conn.settimeout(5)
-            opened.append(conn)
-        else:
-            conn.close()
-    return opened
 
 
 def all_closed(connections: list[socket.socket]) -> bool:
