@@ -39,6 +39,8 @@ class BenchSettings:
     cluster_records: int  # GROUPSCOPE_BENCH_CLUSTER_RECORDS
     sizing_scale: float  # GROUPSCOPE_BENCH_SIZING_SCALE
     exporter_groups: int  # GROUPSCOPE_BENCH_GROUPS
+    fleet_groups: int  # GROUPSCOPE_BENCH_FLEET_GROUPS
+    fleet_minutes: int  # GROUPSCOPE_BENCH_FLEET_MINUTES
     prune_groups: int  # GROUPSCOPE_BENCH_PRUNE_GROUPS
     prune_days: int  # GROUPSCOPE_BENCH_PRUNE_DAYS
     database_url: str | None  # GROUPSCOPE_BENCH_DATABASE_URL
@@ -127,6 +129,8 @@ def settings() -> BenchSettings:
             "GROUPSCOPE_BENCH_SIZING_SCALE", "1", _positive_float, "a positive number"
         ),
         exporter_groups=_read("GROUPSCOPE_BENCH_GROUPS", "10000", _positive, count),
+        fleet_groups=_read("GROUPSCOPE_BENCH_FLEET_GROUPS", "100000", _positive, count),
+        fleet_minutes=_read("GROUPSCOPE_BENCH_FLEET_MINUTES", "2", _positive, count),
         prune_groups=_read("GROUPSCOPE_BENCH_PRUNE_GROUPS", "100", _positive, count),
         prune_days=_read("GROUPSCOPE_BENCH_PRUNE_DAYS", "8", _positive, count),
         database_url=os.environ.get("GROUPSCOPE_BENCH_DATABASE_URL") or None,

@@ -240,6 +240,19 @@ VARIABLES: tuple[Variable, ...] = (
         development=True,
     ),
     Variable(
+        "GROUPSCOPE_BENCH_FLEET_GROUPS",
+        "100000",
+        "`python -m benchmarks fleet`: groups of the simulated `many-groups` fleet (a "
+        "topic each) put through the job, the store, the query commands and the exporter.",
+        development=True,
+    ),
+    Variable(
+        "GROUPSCOPE_BENCH_FLEET_MINUTES",
+        "2",
+        "`python -m benchmarks fleet`: simulated minutes of the fleet's records.",
+        development=True,
+    ),
+    Variable(
         "GROUPSCOPE_BENCH_DATABASE_URL",
         "the embedded PostgreSQL",
         "`python -m benchmarks store` and `exporter`: an external PostgreSQL to measure.",

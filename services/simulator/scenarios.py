@@ -192,11 +192,17 @@ def _kip848(p: Params, name: str) -> list[GroupSpec]:
 
 
 def _many_groups(p: Params, name: str, groups: int) -> list[GroupSpec]:
-    """Load: `groups` groups committing `commits_per_second` in all (default 100,000)."""
+    """Load: `groups` groups committing `commits_per_second` in all (default 100,000).
+
+    `topics` spreads them over that many topics (`orders-00000` ...), group i on topic
+    i mod `topics`; the default, 1, is the one `orders` topic every group shares. A topic
+    per group is the exporter's worst case: every committed partition a distinct one to
+    poll and keep a lag history for."""
     rate = p.float("commits_per_second", 100_000.0, 1.0)
     interval = p.duration("commit_interval", 5_000)
     partitions = max(1, round(rate * interval / 1000 / groups))
     churn = p.float("churn", 0.01, 0.0, 1.0)
+    topics = p.int("topics", 1, 1, max(groups, 1))
     rng = random.Random(f"{name}:churn")
     specs = []
     for i in range(groups):
@@ -205,7 +211,11 @@ def _many_groups(p: Params, name: str, groups: int) -> list[GroupSpec]:
             actions.append(
                 Action(rng.randrange(10_000, MIN), "crash", 0, {"restart_after_ms": 5_000})
             )
-        specs.append(group(p, f"{name}-{i:05d}", actions, members=3, partitions=partitions))
+        width = p.int("partitions", partitions, 1)
+        shape = {"topics": {f"orders-{i % topics:05d}": width}} if topics > 1 else {}
+        specs.append(
+            group(p, f"{name}-{i:05d}", actions, members=3, partitions=partitions, **shape)
+        )
     return specs
 
 
@@ -283,7 +293,8 @@ SCENARIOS: dict[str, Scenario] = {
         Scenario(
             "many-groups",
             "load: --groups groups (default 10,000) sharing commits_per_second "
-            "(default 100,000); churn (share of groups with a crash)",
+            "(default 100,000); churn (share of groups with a crash); topics (spread over "
+            "that many topics, default 1)",
             MIN,
             _many_groups,
             load=True,
