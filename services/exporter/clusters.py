@@ -36,23 +36,20 @@ def add_cluster_arguments(parser: argparse.ArgumentParser) -> None:
         help="the cluster --bootstrap-servers belongs to, as its job's --cluster names it "
         "(env GROUPSCOPE_CLUSTER; default: default)",
     )
-    parser.add_argument(
+    _pairs(
+        parser,
         "--cluster-bootstrap",
-        action="append",
-        default=[p for p in env("GROUPSCOPE_CLUSTER_BOOTSTRAP", "").split(";") if p],
-        metavar="NAME=SERVERS",
-        help="another cluster's bootstrap servers, to poll its log-end offsets for lag; "
-        "repeatable (env GROUPSCOPE_CLUSTER_BOOTSTRAP, pairs separated by ';')",
+        "NAME=SERVERS",
+        "GROUPSCOPE_CLUSTER_BOOTSTRAP",
+        "another cluster's bootstrap servers, to poll its log-end offsets for lag",
     )
-    parser.add_argument(
+    _pairs(
+        parser,
         "--cluster-kafka-config-file",
-        action="append",
-        default=[p for p in env("GROUPSCOPE_CLUSTER_KAFKA_CONFIG_FILE", "").split(";") if p],
-        metavar="NAME=FILE",
-        help="a Java-style properties file of one cluster's own client properties "
-        "(SASL, SSL, ...), on top of --kafka-config-file and --kafka-config; one per "
-        "cluster, repeatable for several (env GROUPSCOPE_CLUSTER_KAFKA_CONFIG_FILE, pairs "
-        "separated by ';')",
+        "NAME=FILE",
+        "GROUPSCOPE_CLUSTER_KAFKA_CONFIG_FILE",
+        "a Java-style properties file of one cluster's own client properties (SASL, SSL, "
+        "...), on top of --kafka-config-file and --kafka-config; one per cluster",
     )
     parser.add_argument(
         "--cluster-kafka-config",
@@ -61,6 +58,19 @@ def add_cluster_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="NAME:KEY=VALUE",
         help="one client property of one cluster, on top of its --cluster-kafka-config-file; "
         "repeatable",
+    )
+
+
+def _pairs(
+    parser: argparse.ArgumentParser, flag: str, metavar: str, variable: str, help: str
+) -> None:
+    """A repeatable NAME=... flag whose default is `variable`'s pairs, split at ';'."""
+    parser.add_argument(
+        flag,
+        action="append",
+        default=[p for p in env(variable, "").split(";") if p],
+        metavar=metavar,
+        help=f"{help}; repeatable (env {variable}, pairs separated by ';')",
     )
 
 

@@ -23,10 +23,11 @@ from pathlib import Path
 import pytest
 
 from services.store.database import create_store_engine
-from tests.exporter.test_outages import exporter, wait_for
+from tests.exporter.test_outages import exporter
 from tests.exporter.test_real_kafka_lag import Once, end_offsets, produce, run_once
 from tests.fixtures.real_kafka import RealKafka, Settings, launch
 from tests.job.real_job import admin_offsets, rows
+from tests.job.test_real_kafka_clusters import checked_lag, mkdir, wait_for_lags
 
 pytestmark = pytest.mark.real_kafka
 
@@ -46,11 +47,6 @@ class Clusters:
     committed: dict[str, dict[tuple[str, int], int]]  # the Admin API's, per cluster
     ends: dict[str, dict[int, int]]  # ListOffsets(latest, read_committed), per cluster
     client_file: Path  # groupscope's login on the SASL broker
-
-
-def mkdir(path: Path) -> Path:
-    path.mkdir()
-    return path
 
 
 @pytest.fixture(scope="module")
@@ -143,25 +139,11 @@ def test_one_exporter_polls_each_cluster_with_its_own_settings(
         *("--kafka-config", "security.protocol=PLAINTEXT"),
         *("--cluster-kafka-config-file", f"sasl={clusters.client_file}"),
     ) as running:
-
-        def lags() -> dict | None:
-            metrics = running.metrics()
-            found = {
-                c: metrics.get(
-                    ("groupscope_lag_sum", (("cluster", c), ("group", GROUP), ("topic", t)))
-                )
-                for c, t in clusters.topics.items()
-            }
-            return {"metrics": metrics, **found} if None not in found.values() else None
-
-        seen = wait_for(lags, 60, "lag of both clusters")
+        seen = wait_for_lags(running, GROUP, clusters.topics)
         log = running.log.read_text()
     for cluster, committed in clusters.committed.items():
         labels = (("cluster", cluster), ("group", GROUP), ("topic", clusters.topics[cluster]))
-        assert seen["metrics"][("groupscope_committed_offset_sum", labels)] == sum(
-            committed.values()
-        )
-        kafka_lag = sum(clusters.ends[cluster][p] - o for (_, p), o in committed.items())
-        assert seen[cluster] == kafka_lag == BEHIND[cluster] * PARTITIONS
+        lag = checked_lag(seen, cluster, labels, committed, clusters.ends[cluster])
+        assert lag == BEHIND[cluster] * PARTITIONS
     assert PASSWORD not in log
     assert "lag of cluster sasl from" in log and "'sasl.password': '***'" in log
