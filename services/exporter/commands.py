@@ -33,8 +33,13 @@ clusters:
   One exporter publishes every cluster the store holds, each series with a cluster
   label. --bootstrap-servers is the brokers of the cluster named by --cluster
   (GROUPSCOPE_CLUSTER; default: default); --cluster-bootstrap NAME=SERVERS (repeatable)
-  adds another cluster's brokers (same --kafka-config). A cluster without brokers gets
-  no lag series, never another cluster's.
+  adds another cluster's brokers. A cluster without brokers gets no lag series, never
+  another cluster's.
+  --kafka-config-file and --kafka-config apply to every cluster. A cluster's own
+  credentials or trust store go in --cluster-kafka-config-file NAME=FILE (one per
+  cluster) and --cluster-kafka-config NAME:KEY=VALUE, applied on top, key by key:
+  shared file, shared flags, the cluster's file, the cluster's flags (later wins).
+  bootstrap.servers always comes from --bootstrap-servers / --cluster-bootstrap.
 
 examples:
   groupscope exporter --bootstrap-servers broker:9092
@@ -44,10 +49,14 @@ examples:
       --database-url postgresql://groupscope@db/groupscope --per-partition
   groupscope exporter --cluster eu --bootstrap-servers eu-broker:9092 \\
       --cluster-bootstrap us=us-broker:9092
+  groupscope exporter --cluster eu --bootstrap-servers eu-broker:9093 \\
+      --cluster-bootstrap us=us-broker:9093 --kafka-config security.protocol=SASL_SSL \\
+      --cluster-kafka-config-file eu=eu.properties --cluster-kafka-config-file us=us.properties
 """
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    from services.exporter.clusters import add_cluster_arguments
     from services.groupfilter import add_group_filter_arguments
     from services.kafka_options import add_kafka_arguments
     from services.settings import env
@@ -96,21 +105,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "4 threads, whatever the number of connections",
     )
     add_kafka_arguments(parser, " to poll log-end offsets from (optional)")
-    parser.add_argument(
-        "--cluster",
-        metavar="NAME",
-        default=env("GROUPSCOPE_CLUSTER", "default"),
-        help="the cluster --bootstrap-servers belongs to, as its job's --cluster names it "
-        "(env GROUPSCOPE_CLUSTER; default: default)",
-    )
-    parser.add_argument(
-        "--cluster-bootstrap",
-        action="append",
-        default=[p for p in env("GROUPSCOPE_CLUSTER_BOOTSTRAP", "").split(";") if p],
-        metavar="NAME=SERVERS",
-        help="another cluster's bootstrap servers, to poll its log-end offsets for lag; "
-        "repeatable (env GROUPSCOPE_CLUSTER_BOOTSTRAP, pairs separated by ';')",
-    )
+    add_cluster_arguments(parser)
     add_database_url_argument(parser)
     parser.add_argument(
         "--interval",
@@ -226,31 +221,6 @@ def connect_timeout(args: argparse.Namespace) -> int:
     return seconds
 
 
-def cluster_brokers(args: argparse.Namespace) -> dict[str, str]:
-    """{cluster: bootstrap servers} from --cluster with --bootstrap-servers and each
-    --cluster-bootstrap; a bad pair is a one-line UsageError."""
-    from services.cli import UsageError
-    from services.store.clusters import check_name
-    from services.store.errors import ClusterChoiceError
-
-    pairs = [("--cluster", args.cluster, args.bootstrap_servers)] if args.bootstrap_servers else []
-    for pair in args.cluster_bootstrap:
-        name, _, servers = pair.partition("=")
-        if not servers:
-            raise UsageError(f"--cluster-bootstrap expects NAME=SERVERS, not {pair!r}")
-        pairs.append(("--cluster-bootstrap", name, servers))
-    brokers: dict[str, str] = {}
-    for flag, name, servers in pairs:
-        try:
-            check_name(name, flag)
-        except ClusterChoiceError as exc:
-            raise UsageError(str(exc)) from None
-        if name in brokers:
-            raise UsageError(f"{flag} {name}: the cluster's brokers are given twice")
-        brokers[name] = servers
-    return brokers
-
-
 def run(args: argparse.Namespace) -> int:
     from services.shutdown import stoppable
     from services.store.options import store_command
@@ -259,26 +229,35 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _serve(args: argparse.Namespace) -> int:
+    from confluent_kafka import KafkaException
+
     from services import shutdown
     from services.exporter.app import Exporter
+    from services.exporter.clusters import cluster_clients
     from services.exporter.lag import LogEndPoller
     from services.kafka_options import kafka_config, redact
     from services.store.database import create_store_engine, database_url, redacted
 
     config = config_from(args)
     timeout = connect_timeout(args)
-    client = kafka_config(args)
+    clients = cluster_clients(args, kafka_config(args))
     logging.basicConfig(
         level=logging.WARNING, stream=sys.stderr, format="%(asctime)s %(name)s %(message)s"
     )
     logging.getLogger("groupscope").setLevel(logging.INFO)
     fetch = {}
-    for cluster, servers in cluster_brokers(args).items():
-        properties = {**client, "bootstrap.servers": servers}
+    for cluster, properties in clients.items():
         logging.getLogger("groupscope.exporter").info(
             "lag of cluster %s from %s", cluster, redact(properties)
         )
-        fetch[cluster] = LogEndPoller(properties)
+        try:
+            fetch[cluster] = LogEndPoller(properties)
+        except KafkaException as exc:  # librdkafka refused a property (a Java-only one)
+            from services.cli import UsageError
+
+            raise UsageError(
+                f"cluster {cluster}'s client properties: {exc.args[0].str()}"
+            ) from None
     with database_url(args.database_url) as url:
         engine = create_store_engine(url, connect_args={"connect_timeout": timeout})
         try:

@@ -23,7 +23,7 @@ import pytest
 
 from services.cli import main
 from services.store.database import create_store_engine
-from tests.exporter.test_outages import exporter, wait_for
+from tests.exporter.test_outages import Running, exporter, wait_for
 from tests.exporter.test_real_kafka_lag import Once, end_offsets, run_once
 from tests.fixtures.real_kafka import RealKafka, Settings, launch, retry_while_coordinator_pending
 from tests.job.real_job import admin_offsets, rows
@@ -101,6 +101,35 @@ def join_commit_leave(broker: RealKafka, members: int, behind: int) -> None:
     finally:
         for consumer in consumers:
             consumer.close()
+
+
+def wait_for_lags(running: Running, group: str, topics: dict[str, str]) -> dict:
+    """The first scrape (as `metrics`) with the lag of `group` on every cluster's topic
+    (`topics`: cluster -> topic), each lag also under its cluster's name."""
+
+    def lags() -> dict | None:
+        metrics = running.metrics()
+        found = {
+            c: metrics.get(("groupscope_lag_sum", (("cluster", c), ("group", group), ("topic", t))))
+            for c, t in topics.items()
+        }
+        return {"metrics": metrics, **found} if None not in found.values() else None
+
+    return wait_for(lags, 60, "lag of every cluster")
+
+
+def checked_lag(
+    seen: dict,
+    cluster: str,
+    labels: tuple[tuple[str, str], ...],
+    committed: dict[tuple[str, int], int],
+    ends: dict[int, int],
+) -> float:
+    """The lag `seen` on `cluster`, once its committed offsets are Kafka's (`committed`,
+    ListConsumerGroupOffsets) and its lag is `ends` (ListOffsets) minus them."""
+    assert seen["metrics"][("groupscope_committed_offset_sum", labels)] == sum(committed.values())
+    assert seen[cluster] == sum(ends[p] - o for (_, p), o in committed.items())
+    return seen[cluster]
 
 
 def mkdir(path: Path) -> Path:
@@ -211,25 +240,14 @@ def test_one_exporter_publishes_both_clusters_with_their_own_lag(
         *("--cluster", "east", "--bootstrap-servers", east.bootstrap_servers),
         *("--cluster-bootstrap", f"west={west.bootstrap_servers}"),
     ) as running:
-
-        def lags() -> dict | None:
-            metrics = running.metrics()
-            found = {
-                c: metrics.get(
-                    ("groupscope_lag_sum", (("cluster", c), ("group", GROUP), ("topic", TOPIC)))
-                )
-                for c in clusters.brokers
-            }
-            return {"metrics": metrics, **found} if None not in found.values() else None
-
-        seen = wait_for(lags, 60, "lag of both clusters")
+        seen = wait_for_lags(running, GROUP, dict.fromkeys(clusters.brokers, TOPIC))
         metrics = seen["metrics"]
         for cluster in clusters.brokers:
             labels = (("cluster", cluster), ("group", GROUP), ("topic", TOPIC))
-            committed = clusters.committed[cluster]
-            assert metrics[("groupscope_committed_offset_sum", labels)] == sum(committed.values())
-            kafka_lag = sum(clusters.ends[cluster][p] - o for (_, p), o in committed.items())
-            assert seen[cluster] == kafka_lag == BEHIND[cluster] * PARTITIONS
+            lag = checked_lag(
+                seen, cluster, labels, clusters.committed[cluster], clusters.ends[cluster]
+            )
+            assert lag == BEHIND[cluster] * PARTITIONS
             assert metrics[("groupscope_pipeline_caught_up", (("cluster", cluster),))] == 1
             group_labels = (("cluster", cluster), ("group", GROUP))
             assert metrics[("groupscope_group_generation", group_labels)] >= 2

@@ -64,10 +64,21 @@ def test_a_directory_without_records_is_refused(tmp_path: Path, capsys) -> None:
 
 
 def test_secrets_are_masked_in_logs() -> None:
+    jaas = 'org.apache.kafka.common.security.plain.PlainLoginModule required password="x";'
     shown = redact(
-        {"sasl.password": "hunter2", "ssl.key.password": "x", "security.protocol": "SSL"}
+        {
+            "sasl.password": "hunter2",
+            "ssl.key.password": "x",
+            "sasl.jaas.config": jaas,
+            "security.protocol": "SSL",
+        }
     )
-    assert shown == {"sasl.password": "***", "ssl.key.password": "***", "security.protocol": "SSL"}
+    assert shown == {
+        "sasl.password": "***",
+        "ssl.key.password": "***",
+        "sasl.jaas.config": "***",
+        "security.protocol": "SSL",
+    }
 
 
 @pytest.mark.parametrize(
