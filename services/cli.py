@@ -16,18 +16,28 @@ from typing import NoReturn
 
 from services import __version__
 
-COMMAND_MODULES: tuple[str, ...] = (
-    "services.codec.commands",
-    "services.demo.commands",
-    "spark_jobs.commands",
-    "services.assignor.commands",
-    "services.store.commands",
-    "services.postmortem.commands",
-    "services.simulator.commands",
-    "services.exporter.commands",
-    "services.exporter.status_command",
-    "services.workload.commands",
-)
+# The module that registers each command. Running a command imports only its own module:
+# registering every one imports what their options need (the job's Spark settings, the
+# assignors, the simulator), 0.1-0.3 s that a query command would pay on every call.
+# tests/test_cli.py checks this against what each module registers.
+COMMANDS: dict[str, str] = {
+    "decode": "services.codec.commands",
+    "partition-for": "services.codec.commands",
+    "demo": "services.demo.commands",
+    "stream": "spark_jobs.commands",
+    "package": "spark_jobs.commands",
+    "assign": "services.assignor.commands",
+    "whatif": "services.assignor.commands",
+    "db": "services.store.commands",
+    "postmortem": "services.postmortem.commands",
+    "owner": "services.postmortem.commands",
+    "storms": "services.postmortem.commands",
+    "simulate": "services.simulator.commands",
+    "exporter": "services.exporter.commands",
+    "lag-status": "services.exporter.status_command",
+    "workload": "services.workload.commands",
+}
+COMMAND_MODULES: tuple[str, ...] = tuple(dict.fromkeys(COMMANDS.values()))
 
 
 class UsageError(Exception):
@@ -42,7 +52,9 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: {message} (see '{self.prog} --help')\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The whole command line; with `argv` that names a command first, only that
+    command's module is registered (its parser and its siblings')."""
     parser = _Parser(
         prog="groupscope",
         description=(
@@ -54,13 +66,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"groupscope {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMAND_MODULES:
+    first = argv[0] if argv else None
+    for name in (COMMANDS[first],) if first in COMMANDS else COMMAND_MODULES:
         importlib.import_module(name).register(subparsers)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()

@@ -366,6 +366,7 @@ class BatchProcessor:
         self.offsets_partitions = offsets_partitions
         self.state_dir = state_dir
         saved = tracker_files.latest(state_dir) if state_dir else None
+        self.saver = tracker_files.TrackerFiles(state_dir) if state_dir else None
         self.groups = groups
         self.tracker = saved or GenerationTracker(
             {g: snapshot_of(s) for g, s in (known or {}).items() if groups.keeps(g)}
@@ -400,8 +401,8 @@ class BatchProcessor:
                 # py4j logs the exception it hands back to the JVM, with its traceback.
                 logging.getLogger("py4j.clientserver").setLevel(logging.CRITICAL)
             raise
-        if self.state_dir is not None:
-            tracker_files.save(self.state_dir, batch_id, self.tracker)
+        if self.saver is not None:
+            self.saver.save(batch_id, self.tracker)
         stats.seconds = time.perf_counter() - started
         self.last = stats
         self.batches += 1

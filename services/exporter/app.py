@@ -72,7 +72,7 @@ from services.exporter.status import (
 from services.groupfilter import KEEP_ALL, GroupFilter
 from services.store.clusters import DEFAULT_CLUSTER
 from services.store.errors import SchemaOutdatedError, StoreError
-from services.store.migrate import head_revision
+from services.store.revision import head_revision
 
 log = logging.getLogger("groupscope.exporter")
 

@@ -230,7 +230,7 @@ def _answer(args: argparse.Namespace, ask, as_json, as_text, empty: object = Non
     from services.postmortem.queries import NotFound
     from services.store.clusters import choose, known_clusters
     from services.store.database import open_database
-    from services.store.migrate import require_head
+    from services.store.revision import require_head
 
     with open_database(args.database_url, existing=True) as engine:
         require_head(engine)

@@ -175,7 +175,8 @@ def run_upgrade(args: argparse.Namespace) -> int:
         database_url,
         redacted,
     )
-    from services.store.migrate import current_revision, upgrade
+    from services.store.migrate import upgrade
+    from services.store.revision import current_revision
 
     cluster = check_name(args.cluster)
     with database_url(args.database_url) as url:
@@ -217,7 +218,7 @@ def run_psql(args: argparse.Namespace) -> int:
 def run_forget_source(args: argparse.Namespace) -> int:
     from services.cli import UsageError
     from services.store.database import open_database
-    from services.store.migrate import require_head
+    from services.store.revision import require_head
     from services.store.sources import forget_source, known_sources
 
     with open_database(args.database_url) as engine:
@@ -269,9 +270,9 @@ def run_prune(args: argparse.Namespace) -> int:
     from sqlalchemy.exc import DBAPIError
 
     from services.store.database import open_database, redacted
-    from services.store.migrate import require_head
     from services.store.repository import store_error
     from services.store.retention import TABLES, prune, retention_seconds
+    from services.store.revision import require_head
 
     seconds = retention_seconds("--older-than", args.older_than)
     with open_database(args.database_url, existing=True) as engine:

@@ -14,10 +14,11 @@ from sqlalchemy import inspect, text
 from services.cli import main
 from services.store.batch import OffsetCommit
 from services.store.database import create_store_engine
-from services.store.migrate import current_revision, downgrade, head_revision, upgrade
+from services.store.migrate import downgrade, upgrade
 from services.store.models import Base
 from services.store.partitions import not_a_partition
 from services.store.repository import HistoryStore
+from services.store.revision import current_revision, head_revision
 from tests.fixtures.batches import at, batch
 
 TABLES = set(Base.metadata.tables)
