@@ -49,6 +49,7 @@ class TrackerFiles:
         self.base: dict[str, Snapshot] = {}  # the snapshots the base holds, by identity
 
     def save(self, batch_id: int, tracker: GenerationTracker) -> None:
+        """Save after batch `batch_id` (inside the batch's `gc_pause.gc_paused`)."""
         self.directory.mkdir(parents=True, exist_ok=True)
         changed, removed = changed_since(tracker.last, self.base)
         limit = max(len(tracker.last) // REBASE_SHARE, self.least_changes)
