@@ -6,9 +6,9 @@ Issue 18's scale target: the simulator's `many-groups` scenario with 100,000 gro
 distinct partitions at the default 100,000 commits/s, the exporter's worst case),
 simulated for GROUPSCOPE_BENCH_FLEET_MINUTES (default 2), then:
 1. the job: `groupscope stream --source replay --once` into a running embedded
-   PostgreSQL. It keeps up when it stores the records faster than the simulated cluster
-   wrote them (records over simulated seconds), the first minute's joins of every group
-   included;
+   PostgreSQL, in batches of about a simulated minute. It keeps up when it stores a
+   batch in less time than the simulated cluster took to write it; the first batch holds
+   every group's first join;
 2. the query commands, each a fresh `groupscope` process (Python's start-up included),
    three times: `postmortem` and `owner` of the group with the most rebalances, and
    `storms` over the whole fleet (target: each under 1 s);
@@ -23,7 +23,6 @@ GROUPSCOPE_BENCH_DATABASE_URL: an external PostgreSQL (an empty database) instea
 from __future__ import annotations
 
 import json
-import resource
 import statistics
 import subprocess
 import sys
@@ -32,11 +31,20 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from benchmarks.bench_stream import replay, report_throughput, run_stream
+from benchmarks.bench_stream import (
+    batch_records,
+    batch_seconds,
+    replay,
+    report_throughput,
+    run_stream,
+)
 from benchmarks.race import simulate_replay
 from benchmarks.settings import settings
 
 RUNS = 3
+# Replay files hold 1M records: 6 a batch is about a minute of the fleet's commits, what a
+# live job's batches grow to when each partition's commits of a minute are one row.
+FILES_PER_BATCH = 6
 # Group names are many-groups-00000 ...: "0$" keeps one in ten, "00$" one in a hundred.
 FILTERS = [("every group", []), ("--groups-include 0$", ["0$"]), ("--groups-include 00$", ["00$"])]
 
@@ -108,6 +116,15 @@ def queries(url: str, root: Path) -> None:
     print(f"  (a bare `import services.cli`: {time.perf_counter() - started:.2f}s)", flush=True)
 
 
+def peak_rss_mb() -> float:
+    """This process's peak RSS since its exec (VmHWM): `getrusage`'s ru_maxrss would
+    count the parent's before the fork (the simulation's gigabytes)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError("no VmHWM in /proc/self/status")
+
+
 def exporter_child(url: str, include: list[str], group: str) -> None:
     """Serve the store as the exporter does; print its figures as one JSON line."""
     import logging
@@ -147,7 +164,7 @@ def exporter_child(url: str, include: list[str], group: str) -> None:
         "lag_status_every": every,
         "lag_status_lines": every_lines,
         "lag_status_one": one,
-        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "peak_rss_mb": peak_rss_mb(),
     }
     exporter.stop()
     engine.dispose()
@@ -204,9 +221,17 @@ def main() -> None:
             run = run_stream(
                 replay(capture),
                 work,
-                ["--database-url", url, "--max-files-per-trigger", "2"],
+                ["--database-url", url, "--max-files-per-trigger", str(FILES_PER_BATCH)],
             )
             report_throughput(f"the job, {groups:,} groups", summary["records"], run)
+            for i, (n, seconds) in enumerate(
+                zip(batch_records(run.log), batch_seconds(run.log), strict=True)
+            ):
+                print(
+                    f"  batch {i}: {n:,} records, {n / produced:.0f}s of the cluster's "
+                    f"production, in {seconds:.1f}s",
+                    flush=True,
+                )
             queries(url, capture)
             exporter_runs(url, capture)
         finally:

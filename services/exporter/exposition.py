@@ -141,16 +141,18 @@ def render(
 def prepare(snapshot: StoreSnapshot, lag: LagResult | None, options: Options) -> Rendered:
     """Render every family that does not follow the clock; keep the rest's timestamps."""
     families = _families(snapshot, lag, options)
-    out: list[str] = []
+    # Each family encoded as it is rendered: joining the text first and encoding it
+    # after held three copies of the exposition at once (150 MB each at 100,000 groups).
+    out: list[bytes] = []
     count = 0
     for metric in METRICS:
         if (metric.per_partition and not options.per_partition) or metric.name in CLOCKED:
             continue
         samples = families[metric.name]
-        out.append(_family_text(metric, samples))
+        out.append(_family_text(metric, samples).encode("utf-8"))
         count += len(samples)
     return Rendered(
-        "".join(out).encode("utf-8"),
+        b"".join(out),
         count,
         _since(snapshot),
         options.source_stale_after_s,
