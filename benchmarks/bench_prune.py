@@ -44,23 +44,20 @@ GENERATIONS_A_DAY = 24
 MEMBERS = 20
 
 FILL_DAY = """
-INSERT INTO offset_history (group_name, minute, topics, partitions, committed_offsets,
-    commit_timestamps, source_offsets, commit_counts, cluster)
+INSERT INTO offset_history
 SELECT 'group-' || lpad(g::text, 4, '0'), m,
     array_fill('orders'::text, ARRAY[10]), '{0,1,2,3,4,5,6,7,8,9}'::int[],
     array_fill(extract(epoch FROM m)::bigint * 7 + g, ARRAY[10]), array_fill(m, ARRAY[10]),
-    array_fill(extract(epoch FROM m)::bigint * 1000 + g, ARRAY[10]), array_fill(12, ARRAY[10]),
-    'default'
+    array_fill(extract(epoch FROM m)::bigint * 1000 + g, ARRAY[10]), array_fill(12, ARRAY[10])
 FROM generate_series(0, :groups - 1) g,
      generate_series(CAST(:day AS timestamptz), CAST(:day AS timestamptz) + interval '1439 minutes',
                      interval '1 minute') m
 """
 FILL_GENERATIONS = """
 WITH made AS (
-    INSERT INTO generations (cluster, group_name, generation, time, member_count,
-        source_partition, source_offset, source_timestamp, batch_id, assignor)
-    SELECT 'default', 'group-' || lpad(g::text, 4, '0'), n,
-        CAST(:day AS timestamptz) + n * interval '1 hour',
+    INSERT INTO generations (group_name, generation, time, member_count, source_partition,
+        source_offset, source_timestamp, batch_id, assignor)
+    SELECT 'group-' || lpad(g::text, 4, '0'), n, CAST(:day AS timestamptz) + n * interval '1 hour',
         20, g % 50, :base + g * 100 + n, CAST(:day AS timestamptz) + n * interval '1 hour', 1,
         'range'
     FROM generate_series(0, :groups - 1) g, generate_series(0, 23) n
@@ -78,8 +75,8 @@ def fill(engine: Engine, groups: int, days: list[datetime]) -> None:
     with engine.begin() as conn:
         conn.execute(
             text(
-                "INSERT INTO groups (cluster, name, first_seen, last_seen) SELECT "
-                "'default', 'group-' || lpad(g::text, 4, '0'), now(), now() "
+                "INSERT INTO groups (name, first_seen, last_seen) SELECT "
+                "'group-' || lpad(g::text, 4, '0'), now(), now() "
                 "FROM generate_series(0, :groups - 1) g"
             ),
             {"groups": groups},
