@@ -200,7 +200,9 @@ def main() -> None:
             url = server.start()
         try:
             started = time.perf_counter()
-            subprocess.run([sys.executable, __file__, "--fill", url], check=True)
+            subprocess.run(
+                [sys.executable, "-m", "benchmarks.bench_exporter", "--fill", url], check=True
+            )
             print(
                 f"filled {settings().exporter_groups} groups x {PARTITIONS} partitions in "
                 f"{time.perf_counter() - started:.1f}s"
