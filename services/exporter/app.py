@@ -493,8 +493,8 @@ def _handler(exporter: Exporter) -> type[BaseHTTPRequestHandler]:
             path = self.path.split("?", 1)[0]
             if path == "/metrics":
                 accept = "gzip" in (self.headers.get("Accept-Encoding") or "")
-                body, gzipped = exporter.metrics(accept)
-                self._send(200, body, CONTENT_TYPE_LATEST, gzipped)
+                parts, gzipped = exporter.metrics(accept)
+                self._send(200, parts, CONTENT_TYPE_LATEST, gzipped)
             elif path == "/healthz":
                 ok = exporter.alive()
                 self._send(200 if ok else 503, b"ok\n" if ok else b"refresh loop stopped\n")
