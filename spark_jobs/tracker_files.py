@@ -7,7 +7,7 @@ Both the store and the tracker skip what they already have, so the result is the
 
 The groups' last generations, most of the state, change only where a group rebalanced,
 so they are written whole now and then (`snapshots-<batch id>.json`, the base) and each
-batch's file holds only those that changed since its base (`state.dump_since`), with
+batch's file holds only those that changed since its base (`state.dump_changes`), with
 the rest of the state (the commit times change with every batch). A new base is written
 when the changes since the last one reach a quarter of the groups, so that a batch file
 stays small and a base is written at most every few batches even in a storm. At 100,000
@@ -24,7 +24,7 @@ from typing import Any
 
 from services.tracker import GenerationTracker
 from services.tracker.model import Snapshot
-from services.tracker.state import changed_since, dump_since, dump_snapshots, load, merge_since
+from services.tracker.state import changed_since, dump_changes, dump_snapshots, load, merge_since
 
 KEEP = 3  # batch files kept, and bases kept (each batch file's base is among them)
 REBASE_SHARE = 4  # a new base once the changes since the last reach 1/4 of the groups
@@ -57,16 +57,12 @@ class TrackerFiles:
             self.base_name = f"snapshots-{batch_id:012d}.json"
             self.base = dict(tracker.last)
             _write(self.directory / self.base_name, dump_snapshots(self.base))
-        data = {"base": self.base_name, **dump_since(tracker, self.base)}
+            changed, removed = {}, []
+        data = {"base": self.base_name, **dump_changes(tracker, changed, removed)}
         _write(self.directory / f"tracker-{batch_id:012d}.json", data)
         for pattern in ("tracker-*.json", "snapshots-*.json"):
             for old in sorted(self.directory.glob(pattern))[:-KEEP]:
                 old.unlink(missing_ok=True)
-
-
-def save(directory: Path, batch_id: int, tracker: GenerationTracker) -> None:
-    """One save with no base to build on (a whole base, then the batch's file)."""
-    TrackerFiles(directory).save(batch_id, tracker)
 
 
 def latest(directory: Path) -> GenerationTracker | None:

@@ -80,30 +80,33 @@ def dump_snapshots(last: Mapping[str, Snapshot]) -> dict[str, Any]:
     return {g: _snapshot(s) for g, s in last.items()}
 
 
-def dump_since(tracker: GenerationTracker, base: Mapping[str, Snapshot]) -> dict[str, Any]:
-    """`dump` less the last generations that are still those of `base`: the groups
-    whose snapshot is another object (`last`) and those gone since (`removed`).
+def changed_since(
+    last: Mapping[str, Snapshot], base: Mapping[str, Snapshot]
+) -> tuple[dict[str, Snapshot], list[str]]:
+    """The groups of `last` whose snapshot is not `base`'s, and those `base` has alone.
 
     A group's `Snapshot` is replaced, never changed, once the record that made it has
     been replayed (the handlers build a new one for each group record), so an unchanged
     object is an unchanged generation. At 100,000 groups the snapshots are about 85% of
     the state and change only where a group rebalanced, while every committing group's
-    commit times change with each batch (docs/performance.md, "Fleets")."""
-    changed, removed = changed_since(tracker.last, base)
-    return {"last": dump_snapshots(changed), "removed": removed, **_rest(tracker)}
-
-
-def changed_since(
-    last: Mapping[str, Snapshot], base: Mapping[str, Snapshot]
-) -> tuple[dict[str, Snapshot], list[str]]:
-    """The groups of `last` whose snapshot is not `base`'s, and those `base` has alone."""
+    commit times change with each batch (docs/performance.md, "A fleet of 100,000
+    groups")."""
     changed = {g: s for g, s in last.items() if base.get(g) is not s}
     return changed, sorted(base.keys() - last.keys())
 
 
+def dump_changes(
+    tracker: GenerationTracker, changed: Mapping[str, Snapshot], removed: list[str]
+) -> dict[str, Any]:
+    """`dump` with only the last generations of `changed` (`last`) and the groups gone
+    (`removed`), as `changed_since` a base finds them; `merge_since` adds the base back."""
+    return {"last": dump_snapshots(changed), "removed": removed, **_rest(tracker)}
+
+
 def merge_since(base: Mapping[str, Any], raw: Mapping[str, Any]) -> dict[str, Any]:
-    """`dump` data from a base's `dump_snapshots` data and a `dump_since` on top of it."""
-    last = {g: s for g, s in base.items() if g not in set(raw["removed"])}
+    """`dump` data from a base's `dump_snapshots` data and a `dump_changes` on top of it."""
+    removed = set(raw["removed"])
+    last = {g: s for g, s in base.items() if g not in removed}
     last.update(raw["last"])
     return {**{k: v for k, v in raw.items() if k != "removed"}, "last": last}
 

@@ -35,7 +35,7 @@ def test_the_cluster_wide_topic_names_survive_a_restart(tmp_path: Path) -> None:
     tracker = GenerationTracker()
     tracker.topic_names[TOPIC_ID] = "stock"
     feed(tracker, records[:3])  # m1's target, its epoch not yet complete
-    tracker_files.save(tmp_path, 4, tracker)
+    tracker_files.TrackerFiles(tmp_path).save(4, tracker)
 
     restored = tracker_files.latest(tmp_path)
     assert restored is not None
@@ -62,7 +62,7 @@ def test_a_group_the_filter_drops_is_forgotten_and_starts_afresh(tmp_path: Path)
     feed(tracker, kip848_records(named=False), start=1)
     tracker.drain()
     assert tracker.groups() == {"a", "k"}
-    tracker_files.save(tmp_path, 4, tracker)
+    tracker_files.TrackerFiles(tmp_path).save(4, tracker)
 
     excluding = BatchProcessor(
         None, "test", 50, state_dir=tmp_path, groups=GroupFilter.of(exclude=["^k$"])
