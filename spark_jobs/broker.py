@@ -8,6 +8,7 @@ source runs in a Python worker process of its own, so each side probes for itsel
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from services.outage import Backoff, Outage, OutageError, wait_through
@@ -95,6 +96,26 @@ def wait_for_broker(
         wait_through(check, (_Unreachable,), outage, max_outage, backoff=backoff)
     except OutageError as exc:
         raise BrokerUnavailableError(str(exc)) from None
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerWaits:
+    """How the source waits out an unreachable broker, in seconds (`--max-outage`,
+    `--retry-max-delay`, `--read-stall-timeout`): for at most `max_outage` (None:
+    without limit), probing at most `retry_max_delay` apart (None: `BACKOFF`'s cap); a
+    range that gets no record for `stall_timeout` asks whether the broker is there
+    (None: `range_reader.IDLE_POLLS` polls). Travels with each range to the workers."""
+
+    max_outage: float | None = None
+    retry_max_delay: float | None = None
+    stall_timeout: float | None = None
+
+    def wait(self, probe: Probe, outage: Outage) -> None:
+        """`wait_for_broker` with these waits."""
+        wait_for_broker(probe, outage, self.max_outage, backoff(self.retry_max_delay))
+
+
+DEFAULT_WAITS = BrokerWaits()
 
 
 def unavailable_message(error: object) -> str | None:

@@ -46,6 +46,7 @@ import json
 import logging
 import time
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import asdict
 from typing import Any
 
 import pyarrow as pa
@@ -60,7 +61,7 @@ from pyspark.sql.streaming.datasource import (
 )
 
 from services.outage import Outage
-from spark_jobs.broker import BrokerProbe, backoff, quiet, wait_for_broker
+from spark_jobs.broker import DEFAULT_WAITS, BrokerProbe, BrokerWaits, quiet
 from spark_jobs.range_reader import chosen_reader, read_range
 
 SCHEMA = "topic string, partition int, offset long, timestamp timestamp, key binary, value binary"
@@ -77,11 +78,6 @@ log = logging.getLogger("groupscope.kafka_source")
 
 class TopicUnavailableError(RuntimeError):
     """The topic has no metadata (yet): a broker that restarted without its log, say."""
-
-
-def _seconds(options: Mapping[str, str], name: str) -> float | None:
-    """A duration option in seconds (set by `kafka_stream`); None when unset."""
-    return float(options[name]) if options.get(name) else None
 
 
 def client_config(options: Mapping[str, str]) -> dict[str, Any]:
@@ -104,16 +100,13 @@ class KafkaRange(InputPartition):
         reader: str,
         base: int = 0,
         incarnation: int = 0,
-        max_outage: float | None = None,
-        retry_max_delay: float | None = None,
-        stall_timeout: float | None = None,
+        waits: BrokerWaits = DEFAULT_WAITS,
     ) -> None:
         self.topic, self.partition, self.start, self.end = topic, partition, start, end
         self.config, self.reader, self.base = config, reader, base
         # The topic's log: changes with every reset (the sum of the bases, which only grow).
         self.incarnation = incarnation
-        self.max_outage = max_outage
-        self.retry_max_delay, self.stall_timeout = retry_max_delay, stall_timeout
+        self.waits = waits
 
 
 def share(available: dict[str, int], budget: int) -> dict[str, int]:
@@ -171,9 +164,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.max_rows = int(options.get("maxRecordsPerTrigger", "0")) or None
         # Position bases carried over from an earlier checkpoint (`--reset-checkpoint`).
         self.bases: dict[str, int] = json.loads(options.get("bases", "{}"))
-        self.max_outage = _seconds(options, "maxOutage")
-        self.retry_max_delay = _seconds(options, "retryMaxDelay")
-        self.stall_timeout = _seconds(options, "readStallTimeout")
+        self.waits = BrokerWaits(**json.loads(options.get("waits", "{}")))
         self.target: dict[str, int] | None = None
         self._consumer: Any = None
         self._known: dict[str, tuple[int, int]] | None = None  # the last watermarks read
@@ -211,7 +202,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 return self._known
             outage = Outage("the Kafka broker (planning)", log)
             probe = BrokerProbe(self.config, self.topic)
-            wait_for_broker(probe, outage, self.max_outage, backoff(self.retry_max_delay))
+            self.waits.wait(probe, outage)
             marks = self._read_watermarks()
         self._known = marks
         return marks
@@ -299,9 +290,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                         self.reader,
                         base,
                         incarnation,
-                        self.max_outage,
-                        self.retry_max_delay,
-                        self.stall_timeout,
+                        self.waits,
                     )
                 )
         return ranges
@@ -318,9 +307,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             r.config,
             r.reader,
             incarnation=r.incarnation,
-            max_outage=r.max_outage,
-            retry_max_delay=r.retry_max_delay,
-            stall_timeout=r.stall_timeout,
+            waits=r.waits,
         )
         return _shifted(batches, r.base) if r.base else batches
 
@@ -352,17 +339,14 @@ def kafka_stream(
     config: dict[str, str],
     max_records: int | None,
     bases: dict[str, int] | None = None,
-    max_outage: float | None = None,
+    waits: BrokerWaits = DEFAULT_WAITS,
     range_reader: str | None = None,
-    retry_max_delay: float | None = None,
-    stall_timeout: float | None = None,
 ) -> DataFrame:
     """`__consumer_offsets` (or `topic`) as a stream, through this source. `bases`: the
     partitions' position bases of an earlier checkpoint, for a new one to start from; a
-    broker outage is waited out, for at most `max_outage` seconds when given, probing
-    it at most `retry_max_delay` seconds apart; a range that gets no record for
-    `stall_timeout` seconds asks whether the broker is there (`read_range`).
-    `range_reader`: the reader `chosen_reader` chose (default: choose now)."""
+    broker outage is waited out as `waits` says, at planning and in each range
+    (`read_range`). `range_reader`: the reader `chosen_reader` chose (default: choose
+    now)."""
     spark.dataSource.register(KafkaDataSource)
     reader = (
         spark.readStream.format(FORMAT)
@@ -370,17 +354,10 @@ def kafka_stream(
         .option("topic", topic)
         .option("config", json.dumps(config))
         .option("reader", range_reader or chosen_reader())
+        .option("waits", json.dumps(asdict(waits)))
     )
     if max_records:
         reader = reader.option("maxRecordsPerTrigger", str(max_records))
     if bases:
         reader = reader.option("bases", json.dumps(bases))
-    waits = {
-        "maxOutage": max_outage,
-        "retryMaxDelay": retry_max_delay,
-        "readStallTimeout": stall_timeout,
-    }
-    for option, seconds in waits.items():
-        if seconds is not None:
-            reader = reader.option(option, str(seconds))
     return reader.load()

@@ -25,8 +25,8 @@ from typing import Any, Protocol
 
 import pyarrow as pa
 
-from services.outage import Backoff, Outage
-from spark_jobs.broker import BrokerProbe, backoff, wait_for_broker
+from services.outage import Outage
+from spark_jobs.broker import DEFAULT_WAITS, BrokerProbe, BrokerWaits
 from spark_jobs.settings import SparkSettings, current
 
 _log = logging.getLogger("groupscope.kafka")
@@ -332,9 +332,7 @@ def read_range(
     config: dict[str, Any],
     kind: str = "auto",
     incarnation: int = 0,
-    max_outage: float | None = None,
-    retry_max_delay: float | None = None,
-    stall_timeout: float | None = None,
+    waits: BrokerWaits = DEFAULT_WAITS,
 ) -> Iterator[pa.RecordBatch]:
     """Records [start, end) of one partition, in batches of about ARROW_ROWS.
     `incarnation` names the topic's log (see `_reader`).
@@ -343,17 +341,15 @@ def read_range(
     record end - 1, at a record past it, at the partition's end, or once the consumer's
     position has passed `end`.
 
-    A range that stalls (no record for `stall_timeout` seconds, IDLE_POLLS polls by
-    default, or an error from librdkafka) while the broker cannot be reached waits for
-    it, without limit or for `max_outage` seconds (then `BrokerUnavailableError`),
-    probing it at most `retry_max_delay` seconds apart, and goes on from the next
-    offset with a new consumer: the range was planned from offsets the broker had, so
-    they are read once it is back. A stall with the broker there fails as before.
+    A range that stalls (no record for `waits.stall_timeout` seconds, IDLE_POLLS polls
+    by default, or an error from librdkafka) while the broker cannot be reached waits
+    for it as `waits` says (past `waits.max_outage`: `BrokerUnavailableError`), and goes
+    on from the next offset with a new consumer: the range was planned from offsets the
+    broker had, so they are read once it is back. A stall with the broker there fails as before.
     """
     if end <= start:
         return
-    idle_polls = IDLE_POLLS if stall_timeout is None else stall_polls(stall_timeout)
-    waiting = (max_outage, backoff(retry_max_delay))
+    idle_polls = IDLE_POLLS if waits.stall_timeout is None else stall_polls(waits.stall_timeout)
     reader = _reader(kind, config, incarnation)
     # The exact start offset, even 0: a logical offset (OFFSET_BEGINNING) costs a lookup
     # per range (docs/performance.md, "Design measurements": exact start offsets), and a
@@ -372,7 +368,7 @@ def read_range(
             except RuntimeError as exc:
                 stalled: BaseException = RuntimeError(f"{topic}-{partition}: {exc}")
                 reader = _after_stall(
-                    stalled, kind, config, incarnation, (topic, partition, expected), waiting
+                    stalled, kind, config, incarnation, (topic, partition, expected), waits
                 )
                 idle = 0
                 continue
@@ -384,7 +380,7 @@ def read_range(
                         f"before offset {end}"
                     )
                     at = (topic, partition, expected)
-                    reader = _after_stall(stalled, kind, config, incarnation, at, waiting)
+                    reader = _after_stall(stalled, kind, config, incarnation, at, waits)
                     idle = 0
                 continue
             idle = 0
@@ -411,19 +407,17 @@ def _after_stall(
     config: dict[str, Any],
     incarnation: int,
     at: tuple[str, int, int],
-    waiting: tuple[float | None, Backoff],
+    waits: BrokerWaits,
 ) -> RangeReader:
     """A reader at `at` (topic, partition, offset) once the broker answers again; raises
-    `stalled` when the broker answers (the stall is not an outage: a topic deleted, say).
-    `waiting`: the outage's limit in seconds (None: without) and the waits between probes."""
+    `stalled` when the broker answers (the stall is not an outage: a topic deleted, say)."""
     topic, partition, offset = at
-    max_outage, between = waiting
     probe = BrokerProbe(config, None)  # only the broker: a deleted topic is no outage
     if probe.problem() is None:
         raise stalled
     _drop_reader(kind, config)
     outage = Outage(f"the Kafka broker (reading {topic}-{partition})", _log)
-    wait_for_broker(probe, outage, max_outage, between)
+    waits.wait(probe, outage)
     reader = _reader(kind, config, incarnation)
     reader.assign(topic, partition, offset)
     return reader

@@ -367,6 +367,7 @@ def _run_query(config: StreamConfig, checkpoint: Path) -> int:
                     config.offsets_partitions,
                 )
             else:
+                from spark_jobs.broker import BrokerWaits
                 from spark_jobs.kafka_source import kafka_stream
 
                 df = kafka_stream(
@@ -376,10 +377,8 @@ def _run_query(config: StreamConfig, checkpoint: Path) -> int:
                     client,
                     config.max_records_per_trigger,
                     bases,
-                    limit,
+                    BrokerWaits(limit, config.retry_max_delay, config.read_stall_timeout),
                     config.reader,
-                    config.retry_max_delay,
-                    config.read_stall_timeout,
                 )
             processor = BatchProcessor(
                 HistoryStore(engine, cluster=config.cluster),

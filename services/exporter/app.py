@@ -271,8 +271,8 @@ class Exporter:
         rows = self.history.rows_of(self.history.keys(topics, offsets.topic, offsets.partition))
         lag = self.history.lag(rows, offsets.committed, now)
         # Which committed rows' log ends this poll read (-1: not read).
-        polled = (topic_index << 32) | partitions
-        read = ends[np.searchsorted(polled, (offsets.topic << 32) | offsets.partition)] >= 0
+        keys = (topic_index << 32) | partitions  # sorted, as distinct_partitions gives them
+        read = ends[np.searchsorted(keys, (offsets.topic << 32) | offsets.partition)] >= 0
         lag.rebalance = self.rebalance_lag.update(snapshot, lag, read, now)
         with self._status_lock:
             lag.status = self._lag_status(offsets, rows, lag, now)

@@ -37,7 +37,7 @@ from services.codec import encode_key, encode_value, partition_for
 from services.store.database import create_store_engine
 from services.store.embedded import EmbeddedPostgres
 from spark_jobs import range_reader
-from spark_jobs.broker import BrokerUnavailableError
+from spark_jobs.broker import BrokerUnavailableError, BrokerWaits
 from spark_jobs.range_reader import read_range
 from tests.fixtures.kafka import KafkaBroker, _free_port, _wait_ready, tansu_binary
 
@@ -557,7 +557,7 @@ def test_a_range_read_waits_for_a_frozen_broker_or_gives_up_after_max_outage(
     config = {"bootstrap.servers": own_tansu.bootstrap}
     own_tansu.freeze()
     with pytest.raises(BrokerUnavailableError, match=r"unavailable for \ds \(--max-outage 3s\)"):
-        list(read_range(topic, 0, 0, 7, config, kind, max_outage=3.0))
+        list(read_range(topic, 0, 0, 7, config, kind, waits=BrokerWaits(max_outage=3.0)))
     thaw = threading.Timer(8.0, own_tansu.thaw)
     thaw.start()
     started = time.monotonic()
