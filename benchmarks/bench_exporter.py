@@ -120,10 +120,13 @@ def scrape(port: int, gzipped: bool) -> tuple[float, int, int]:
 
 def measure(url: str) -> None:
     from services.exporter.app import Exporter, ExporterConfig
+    from services.store.clusters import DEFAULT_CLUSTER
     from services.store.database import create_store_engine
 
     engine = create_store_engine(url)
-    exporter = Exporter(ExporterConfig(host="127.0.0.1", port=0), engine, GrowingLog())
+    exporter = Exporter(
+        ExporterConfig(host="127.0.0.1", port=0), engine, {DEFAULT_CLUSTER: GrowingLog()}
+    )
     started = time.perf_counter()
     exporter.start()
     print(f"first refresh (start): {time.perf_counter() - started:.2f}s")
@@ -166,6 +169,7 @@ def filtered(engine) -> None:
 
     from services.exporter.app import Exporter, ExporterConfig
     from services.groupfilter import GroupFilter
+    from services.store.clusters import DEFAULT_CLUSTER
 
     logging.getLogger("groupscope.exporter").setLevel(logging.ERROR)  # "not ready": no job
     print("filter                  | groups | series (refresh) | --per-partition (refresh)")
@@ -175,7 +179,7 @@ def filtered(engine) -> None:
             config = ExporterConfig(
                 per_partition=per_partition, groups=GroupFilter.of(include, exclude)
             )
-            exporter = Exporter(config, engine, GrowingLog())
+            exporter = Exporter(config, engine, {DEFAULT_CLUSTER: GrowingLog()})
             exporter.refresh()
             started = time.perf_counter()
             exporter.refresh()

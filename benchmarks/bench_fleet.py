@@ -132,12 +132,13 @@ def exporter_child(url: str, include: list[str], group: str) -> None:
     from benchmarks.bench_exporter import GrowingLog, scrape
     from services.exporter.app import Exporter, ExporterConfig
     from services.groupfilter import GroupFilter
+    from services.store.clusters import DEFAULT_CLUSTER
     from services.store.database import create_store_engine
 
     logging.getLogger("groupscope.exporter").setLevel(logging.ERROR)  # "not ready": no job
     engine = create_store_engine(url)
     config = ExporterConfig(host="127.0.0.1", port=0, groups=GroupFilter.of(include, []))
-    exporter = Exporter(config, engine, GrowingLog())
+    exporter = Exporter(config, engine, {DEFAULT_CLUSTER: GrowingLog()})
     started = time.perf_counter()
     exporter.start()
     refreshes = [time.perf_counter() - started]

@@ -132,17 +132,14 @@ class Exporter:
         self,
         config: ExporterConfig,
         engine: Engine,
-        fetch_log_end: Fetch | Mapping[str, Fetch] | None = None,
+        fetch_log_end: Mapping[str, Fetch] | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        """`fetch_log_end` polls log-end offsets: per cluster, or one for the default
-        cluster; the partitions of a cluster without one get no lag."""
+        """`fetch_log_end` polls log-end offsets, per cluster; the partitions of a
+        cluster without one get no lag."""
         self.config = config
         self.engine = engine
-        if fetch_log_end is None or isinstance(fetch_log_end, Mapping):
-            self.fetch_log_end = dict(fetch_log_end or {})
-        else:
-            self.fetch_log_end = {DEFAULT_CLUSTER: fetch_log_end}
+        self.fetch_log_end = dict(fetch_log_end or {})
         self.clock = clock
         self.history = OffsetHistory(config.history_depth)
         self.windows = CommitWindows()

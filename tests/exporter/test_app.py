@@ -18,6 +18,7 @@ from sqlalchemy import Engine
 from services.exporter.app import Exporter, ExporterConfig
 from services.exporter.lag import LogEndPoller
 from services.store.batch import OffsetCommit, PipelineReport
+from services.store.clusters import DEFAULT_CLUSTER
 from services.store.database import create_store_engine
 from services.store.repository import HistoryStore
 from tests.fixtures.batches import SOURCE, batch
@@ -54,7 +55,11 @@ def exporter(store_engine: Engine, kafka_broker):
         batch(1, offsets=[commit(topic, 0, 3, 1), commit(topic, 1, 5, 2)])
     )
     poller = LogEndPoller({"bootstrap.servers": kafka_broker.bootstrap_servers})
-    app = Exporter(ExporterConfig(host="127.0.0.1", port=0, interval_s=0.2), store_engine, poller)
+    app = Exporter(
+        ExporterConfig(host="127.0.0.1", port=0, interval_s=0.2),
+        store_engine,
+        {DEFAULT_CLUSTER: poller},
+    )
     app.start()
     yield app, topic
     app.stop()

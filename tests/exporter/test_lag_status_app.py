@@ -14,6 +14,7 @@ from services.exporter.app import Exporter, ExporterConfig
 from services.exporter.lag import LogEndPoller
 from services.exporter.lagstatus import ERR, OK, STALL, STOP, WARN
 from services.store.batch import OffsetCommit
+from services.store.clusters import DEFAULT_CLUSTER
 from services.store.repository import HistoryStore
 from tests.exporter.test_app import get, samples
 from tests.fixtures.batches import batch
@@ -35,7 +36,7 @@ class Run:
         # The refresh loop refreshes once at start; the test refreshes every round.
         config = ExporterConfig(host="127.0.0.1", port=0, interval_s=3600, per_partition=True)
         poller = LogEndPoller({"bootstrap.servers": broker.bootstrap_servers})
-        self.app = Exporter(config, engine, poller, clock=lambda: self.now)
+        self.app = Exporter(config, engine, {DEFAULT_CLUSTER: poller}, clock=lambda: self.now)
 
     def step(self, produced: list[int], commits: dict[tuple[str, int], int]) -> None:
         """One round: `produced` records to those partitions, then `commits`
